@@ -1,0 +1,191 @@
+"""Model files: our checkpoint format and mlcg export files, both read with ``weights_only=True``.
+
+Our checkpoint is a dict of plain data::
+
+    {"format": "flashschnet-checkpoint", "format_version": 1,
+     "config": {...CGSchNet hyper-parameters...},
+     "units": {"length": "angstrom", "energy": "kcal/mol"},
+     "state_dict": {name: tensor},
+     "priors": PriorSet.to_dict() or None,
+     "metadata": {"description": str, "placeholder": bool, ...}}
+
+An *mlcg export* is the dict layout of ``../shared/oracles/mlcg/mlcg_schnet_A.pt`` (``hyperparameters`` as
+written by mlcg's constructor arguments, ``state_dict`` with mlcg's key names, optional ``model.`` prefix
+from ``GradientsOut``). Pickled mlcg modules (``model_and_prior.pt``) need arbitrary code to load and are
+refused with a clear message.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Optional
+
+import torch
+
+from .errors import InputError
+from .safeload import load_plain
+from .nn.schnet import DEFAULT_UNITS, CGSchNet, normalize_config
+
+FORMAT = "flashschnet-checkpoint"
+FORMAT_VERSION = 1
+
+KNOWN_LENGTH_UNITS = ("angstrom", "nanometer")
+KNOWN_ENERGY_UNITS = ("kcal/mol", "kJ/mol")
+
+
+def _config_from_mlcg(hp: Dict[str, Any], path: str) -> Dict[str, Any]:
+    """Map mlcg StandardSchNet constructor arguments (as recorded in an export) onto our config."""
+
+    def cutoff_spec(c: Any, what: str) -> Dict[str, Any]:
+        if isinstance(c, (int, float)):
+            return {"kind": "cosine", "cutoff_lower": 0.0, "cutoff_upper": float(c)}
+        cls = str(c.get("class", ""))
+        kind = {"CosineCutoff": "cosine", "IdentityCutoff": "identity"}.get(cls.rsplit(".", 1)[-1])
+        if kind is None:
+            raise InputError(f"{path}: unsupported {what} class {cls!r} (supported: CosineCutoff, IdentityCutoff)")
+        return {"kind": kind, "cutoff_lower": float(c["cutoff_lower"]), "cutoff_upper": float(c["cutoff_upper"])}
+
+    try:
+        rbf = hp["rbf_layer"]
+        rbf_cls = str(rbf["class"]).rsplit(".", 1)[-1]
+        kind = {"GaussianBasis": "gaussian", "ExpNormalBasis": "expnormal"}.get(rbf_cls)
+        if kind is None:
+            raise InputError(f"{path}: unsupported radial basis {rbf['class']!r} (supported: GaussianBasis, ExpNormalBasis)")
+        act = str(hp.get("activation", {}).get("class", "torch.nn.Tanh")).rsplit(".", 1)[-1].lower()
+        rbf_spec = {"kind": kind, "num_rbf": int(rbf["num_rbf"]), "cutoff": cutoff_spec(rbf["cutoff"], "basis cutoff")}
+        if kind == "expnormal" and "alpha" in rbf:
+            rbf_spec["alpha"] = float(rbf["alpha"])
+        cfg = {
+            "hidden_channels": int(hp["hidden_channels"]),
+            "num_filters": int(hp["num_filters"]),
+            "num_interactions": int(hp["num_interactions"]),
+            "embedding_size": int(hp["embedding_size"]),
+            "output_hidden_layer_widths": [int(w) for w in hp["output_hidden_layer_widths"]],
+            "activation": act,
+            "rbf": rbf_spec,
+            "cutoff": cutoff_spec(hp["cutoff"], "filter cutoff"),
+        }
+    except KeyError as exc:
+        raise InputError(f"{path}: mlcg export lacks hyper-parameter {exc.args[0]!r}") from None
+    if hp.get("aggr", "add") != "add":
+        raise InputError(f"{path}: aggregation {hp['aggr']!r} is not supported (mlcg StandardSchNet uses 'add')")
+    return cfg
+
+
+def _infer_mapping(bead_types) -> Optional[str]:
+    if bead_types is None:
+        return None
+    t = torch.as_tensor(bead_types)
+    return "5bead" if bool(((t >= 21) & (t <= 24)).any()) else None
+
+
+def read_model_file(path) -> Dict[str, Any]:
+    """Read a model file into our checkpoint dict layout (without building the network).
+
+    Accepts a flashschnet checkpoint or an mlcg export (``mlcg_schnet_A.pt`` layout). Raises
+    :class:`InputError` with a one-line message for anything else.
+    """
+    path = os.fspath(path)
+    obj = load_plain(path, "model")
+    if obj.get("format") == FORMAT or "format_version" in obj:
+        version = obj.get("format_version")
+        if version != FORMAT_VERSION:
+            raise InputError(f"{path}: checkpoint format_version {version!r}; this flashschnet reads version {FORMAT_VERSION}")
+        for key in ("config", "units", "state_dict"):
+            if key not in obj:
+                raise InputError(f"{path}: checkpoint lacks {key!r}")
+        ckpt = dict(obj)
+    elif "hyperparameters" in obj and "state_dict" in obj:
+        sd = {k[len("model."):] if k.startswith("model.") else k: v for k, v in obj["state_dict"].items()}
+        cfg = _config_from_mlcg(obj["hyperparameters"], path)
+        cfg["cg_mapping"] = _infer_mapping(obj.get("bead_types"))
+        ckpt = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "config": cfg,
+            "units": dict(DEFAULT_UNITS),   # mlcg CG models: Angstrom and kcal/mol
+            "state_dict": sd,
+            "priors": None,
+            "metadata": {"description": f"mlcg export {os.path.basename(path)} ({obj.get('name', '')})",
+                         "source": "mlcg export", "placeholder": False},
+        }
+    else:
+        raise InputError(
+            f"{path}: not a flashschnet checkpoint or an mlcg export (keys: {', '.join(sorted(map(str, obj))[:8])})"
+        )
+    units = ckpt["units"]
+    if units.get("length") not in KNOWN_LENGTH_UNITS or units.get("energy") not in KNOWN_ENERGY_UNITS:
+        raise InputError(f"{path}: unknown units {units!r} (length: {KNOWN_LENGTH_UNITS}, energy: {KNOWN_ENERGY_UNITS})")
+    return ckpt
+
+
+def build_model(ckpt: Dict[str, Any], path: str = "<checkpoint>", backend: Optional[str] = None,
+                dtype: torch.dtype = torch.float32, device="cpu") -> CGSchNet:
+    """Build a :class:`CGSchNet` from a checkpoint dict and load its weights (strictly)."""
+    model = CGSchNet(normalize_config(ckpt["config"]), backend=backend or "reference", units=ckpt["units"])
+    model = model.to(dtype=dtype)          # before loading: float64 weights must not pass through float32
+    own = model.state_dict()
+    sd = ckpt["state_dict"]
+    missing = [k for k in own if k not in sd]
+    unexpected = [k for k in sd if k not in own]
+    if missing or unexpected:
+        what = (f"missing {', '.join(missing[:3])}" if missing else "") + \
+               ("; " if missing and unexpected else "") + (f"unexpected {', '.join(unexpected[:3])}" if unexpected else "")
+        raise InputError(f"{path}: weights do not fit the model's hyper-parameters ({what})")
+    for k, v in own.items():
+        if tuple(sd[k].shape) != tuple(v.shape):
+            raise InputError(f"{path}: weight {k} has shape {tuple(sd[k].shape)}, the config implies {tuple(v.shape)}")
+        if sd[k].is_floating_point() and not bool(torch.isfinite(sd[k]).all()):
+            raise InputError(f"{path}: weight {k} holds NaN or infinite values")
+    model.load_state_dict({k: sd[k].to(v.dtype) if v.is_floating_point() else sd[k] for k, v in own.items()})
+    return model.to(device=device, dtype=dtype).eval()
+
+
+def load_model(path, backend: Optional[str] = None, dtype: torch.dtype = torch.float32, device="cpu") -> CGSchNet:
+    """Load a CGSchNet from a flashschnet checkpoint or an mlcg export file.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The model file. Read with ``torch.load(..., weights_only=True)``: no code in it is run.
+    backend : str or None
+        Implementation of energies/forces (see :mod:`flashschnet.ops`); None picks the default.
+    dtype : torch.dtype
+        ``torch.float32`` (default, for simulation) or ``torch.float64``.
+    device : str or torch.device
+
+    Returns
+    -------
+    CGSchNet
+        In eval mode. ``model.energy_forces(positions [R, N, 3], bead_types [N])`` works in the model's units
+        (``model.units``). The checkpoint's priors (a :class:`flashschnet.priors.PriorSet` or None) are at
+        ``model.priors`` and its metadata at ``model.metadata``.
+    """
+    path = os.fspath(path)
+    ckpt = read_model_file(path)
+    model = build_model(ckpt, path, backend=backend, dtype=dtype, device=device)
+    model.priors = None
+    if ckpt.get("priors") is not None:
+        from .priors import PriorSet
+
+        model.priors = PriorSet.from_dict(ckpt["priors"])
+    model.metadata = dict(ckpt.get("metadata") or {})
+    model.source_path = path
+    return model
+
+
+def save_checkpoint(path, model: CGSchNet, priors=None, metadata: Optional[Dict[str, Any]] = None) -> None:
+    """Write ``model`` (and optional priors, a :class:`~flashschnet.priors.PriorSet`) as a flashschnet
+    checkpoint, atomically (temporary file + rename)."""
+    path = os.fspath(path)
+    ckpt = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "config": model.config,
+        "units": model.units,
+        "state_dict": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+        "priors": priors.to_dict() if priors is not None else None,
+        "metadata": dict(metadata or {}),
+    }
+    tmp = path + ".tmp"
+    torch.save(ckpt, tmp)
+    os.replace(tmp, path)

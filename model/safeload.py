@@ -1,0 +1,39 @@
+"""Loading user files safely: plain data only (``weights_only=True``), one-line errors."""
+from __future__ import annotations
+
+import os
+import pickle
+import zipfile
+from typing import Any, Dict
+
+import torch
+
+from .errors import InputError
+
+
+def load_plain(path, what: str = "model") -> Dict[str, Any]:
+    """``torch.load(path, weights_only=True)`` of a user file, with every failure turned into a one-line
+    :class:`InputError` naming the file. ``what`` names the kind of file in messages ("model", "prior")."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise InputError(f"{path}: {what} file not found")
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, not a {what} file")
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        text = str(exc)
+        if "Unsupported global" in text:
+            raise InputError(
+                f"{path}: a pickled Python object that needs arbitrary code to load (for example an mlcg "
+                "model_and_prior.pt); flashschnet only reads plain-data {what} files (weights_only=True). "
+                "Export the model's hyper-parameters and state_dict, or use a flashschnet checkpoint"
+            ) from None
+        detail = text.split("WeightsUnpickler error:", 1)[-1].strip().splitlines()
+        raise InputError(f"{path}: not a readable {what} file ({(detail or ['unpickling failed'])[0][:160]})") from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{path}: not a readable {what} file (truncated or not a torch file: {first})") from None
+    if not isinstance(obj, dict):
+        raise InputError(f"{path}: holds a {type(obj).__name__}, not a {what} dict")
+    return obj

@@ -1,0 +1,89 @@
+"""The network as an openmm-torch ``TorchForce``.
+
+:class:`OpenMMNetwork` is the TorchScript module OpenMM runs: it takes OpenMM's positions ``[R*N, 3]`` (nm)
+of R packed replicas, converts them to the model's length unit, calls the network once for all replicas,
+and returns the total energy (kJ/mol) and the forces ``[R*N, 3]`` (kJ/mol/nm), so the force is created with
+``setOutputsForces(True)`` and OpenMM does no second autograd pass. Unit factors come from
+:func:`flashschnet.openmm.units.conversion_factors`.
+
+``import flashschnet`` must happen before a TorchForce holding custom flashschnet ops is created or a
+serialized System is loaded (the System XML carries the TorchScript, not the ops); the reference backend
+uses only built-in ops.
+"""
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+from torch import nn
+
+import openmm  # noqa: F401  (import order: torch first, then openmm/openmmtorch)
+import openmmtorch
+
+from .units import conversion_factors
+
+
+class OpenMMNetwork(nn.Module):
+    """TorchScript-able wrapper: OpenMM positions (nm) -> (energy kJ/mol, forces kJ/mol/nm).
+
+    Parameters
+    ----------
+    model : CGSchNet
+        The network, in the dtype it should run in (float32 or float64).
+    bead_types : Tensor, [N], int64
+        Bead types of one replica.
+    replicas : int
+        R, the number of packed copies; OpenMM's particles are ``r * N + i``.
+    """
+
+    def __init__(self, model: nn.Module, bead_types: torch.Tensor, replicas: int = 1):
+        super().__init__()
+        length_to_nm, energy_to_kj = conversion_factors(model.units)
+        self.model = model
+        self.register_buffer("bead_types", torch.as_tensor(bead_types, dtype=torch.long).clone())
+        self.replicas = int(replicas)
+        self.n_beads = int(self.bead_types.shape[0])
+        self.nm_to_model = 1.0 / length_to_nm
+        self.energy_to_kj = energy_to_kj
+        self.force_to_openmm = energy_to_kj / length_to_nm
+        self.dtype = next(model.parameters()).dtype
+
+    def forward(self, positions: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        pos = positions.to(self.dtype).reshape(self.replicas, self.n_beads, 3) * self.nm_to_model
+        energy, forces = self.model.energy_forces(pos, self.bead_types)
+        total = energy.sum() * self.energy_to_kj
+        return total.to(positions.dtype), (forces * self.force_to_openmm).reshape(-1, 3).to(positions.dtype)
+
+    @torch.jit.export
+    def replica_energies(self, positions: torch.Tensor) -> torch.Tensor:
+        """Per-replica network energies [R] in kJ/mol for positions [R*N, 3] in nm."""
+        pos = positions.to(self.dtype).reshape(self.replicas, self.n_beads, 3) * self.nm_to_model
+        energy, _ = self.model.energy_forces(pos, self.bead_types)
+        return energy * self.energy_to_kj
+
+
+def network_module(model, bead_types, replicas: int = 1) -> torch.jit.ScriptModule:
+    """Script :class:`OpenMMNetwork` for ``model``. One module can serve several Systems (replica
+    Contexts sharing one model)."""
+    return torch.jit.script(OpenMMNetwork(model, bead_types, replicas))
+
+
+def create_torch_force(module: torch.jit.ScriptModule, force_group: int = 0) -> "openmmtorch.TorchForce":
+    """A ``TorchForce`` running ``module`` (from :func:`network_module`), with forces returned by the
+    module (``setOutputsForces(True)``)."""
+    force = openmmtorch.TorchForce(module)
+    force.setOutputsForces(True)
+    force.setForceGroup(force_group)
+    force.setName("CGSchNet")
+    return force
+
+
+def add_network_force(system, model, bead_types, replicas: int = 1, force_group: int = 0):
+    """Add the network to ``system`` as a TorchForce over ``replicas`` packed copies; returns the force."""
+    n = len(bead_types) * replicas
+    if system.getNumParticles() != n:
+        raise ValueError(f"the System has {system.getNumParticles()} particles; {replicas} replicas of "
+                         f"{len(bead_types)} beads need {n}")
+    force = create_torch_force(network_module(model, bead_types, replicas), force_group)
+    system.addForce(force)
+    return force

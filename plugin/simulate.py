@@ -1,0 +1,250 @@
+"""PDB + model -> CG mapping -> System -> Simulation -> trajectories, log and checkpoints.
+
+:func:`run` is the main job behind ``flashschnet-simulate``; it reads top to bottom in the order of the
+data flow. Output directory layout::
+
+    DIR/run.json            the run's settings (a resumed run must match them)
+    DIR/topology.pdb        the CG structure (one replica), for loading the DCDs
+    DIR/replica_000.dcd     one trajectory per replica
+    DIR/log.csv             step, time_ps, replica, potential_energy_kJ_mol, temperature_K, ns_per_day
+    DIR/checkpoint.chk      the last good state (atomic); --resume continues from it
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Callable, List, Optional
+
+import numpy as np
+import openmm
+import openmm.app as app
+import openmm.unit as u
+import torch
+
+from ..checkpoint import load_model
+from ..cg.mapping import map_pdb
+from ..errors import InputError, SimulationInstabilityError
+from .reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter,
+                        read_checkpoint, truncate_csv, truncate_dcd)
+from .system import build_system, replica_positions_nm
+from .topology import cg_topology, write_cg_pdb
+from .units import conversion_factors
+
+#: settings that a resumed run must share with the run it continues
+_FIXED_ON_RESUME = ("pdb", "model", "replicas", "dt_fs", "temperature_K", "friction_per_ps", "report_interval",
+                    "checkpoint_interval", "mapping", "platform", "precision", "priors", "backend", "seed")
+
+
+@dataclass
+class RunSettings:
+    """Everything that defines a run (units in the names: fs, K, 1/ps)."""
+
+    pdb: str
+    model: str
+    out: str
+    steps: int
+    replicas: int = 1
+    platform: str = "CPU"
+    seed: Optional[int] = None
+    dt_fs: float = 4.0
+    temperature_K: float = 300.0
+    friction_per_ps: float = 1.0
+    report_interval: int = 1000
+    checkpoint_interval: Optional[int] = None      # default: 10 report intervals
+    mapping: Optional[str] = None                  # default: the model's
+    priors: Optional[str] = None                   # a prior file overriding the model's priors
+    precision: str = "single"                      # network dtype: single | double
+    backend: Optional[str] = None
+    threads: Optional[int] = None
+    max_force: float = 1.0e5                       # kJ/mol/nm
+
+    def validate(self) -> None:
+        if self.steps < 0:
+            raise InputError(f"--steps must be >= 0, got {self.steps}")
+        if self.replicas < 1:
+            raise InputError(f"--replicas must be >= 1, got {self.replicas}")
+        if not (0.0 < self.dt_fs <= 50.0):
+            raise InputError(f"--dt {self.dt_fs} fs is outside (0, 50]")
+        if self.temperature_K <= 0.0:
+            raise InputError(f"--temperature must be positive, got {self.temperature_K}")
+        if self.friction_per_ps < 0.0:
+            raise InputError(f"--friction must be >= 0, got {self.friction_per_ps}")
+        if self.report_interval < 1:
+            raise InputError(f"--report-interval must be >= 1, got {self.report_interval}")
+        if self.checkpoint_interval is None:
+            self.checkpoint_interval = 10 * self.report_interval
+        if self.checkpoint_interval < 1 or self.checkpoint_interval % self.report_interval:
+            raise InputError(f"--checkpoint-interval {self.checkpoint_interval} must be a positive multiple of "
+                             f"--report-interval {self.report_interval}")
+        if self.precision not in ("single", "double"):
+            raise InputError(f"--precision must be single or double, got {self.precision!r}")
+        names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
+        if self.platform not in names:
+            raise InputError(f"OpenMM platform {self.platform!r} is not available here; available: {', '.join(names)}")
+
+
+@dataclass
+class RunResult:
+    out: str
+    steps_done: int
+    replicas: int
+    n_beads: int
+    ns_per_day_per_replica: float
+    notes: List[str] = field(default_factory=list)
+
+
+def _load_priors(path: str):
+    from ..priors import load_priors
+
+    return load_priors(path)
+
+
+def run(settings: RunSettings, resume: bool = False, progress: bool = True,
+        echo: Callable[[str], None] = print) -> RunResult:
+    """Run (or resume) a CG simulation; see the module docstring for the outputs.
+
+    Raises :class:`InputError` for bad input and :class:`SimulationInstabilityError` (after keeping the last
+    good checkpoint) when the simulation blows up.
+    """
+    s = settings
+    out = os.path.abspath(s.out)
+    run_json = os.path.join(out, "run.json")
+    ckpt_path = os.path.join(out, "checkpoint.chk")
+    if resume:
+        if not os.path.exists(run_json) or not os.path.exists(ckpt_path):
+            raise InputError(f"{out}: nothing to resume (no run.json and checkpoint.chk); start without --resume")
+        with open(run_json) as f:
+            old = json.load(f)
+        for key in _FIXED_ON_RESUME:
+            new_value = getattr(s, key)
+            if key in ("checkpoint_interval", "seed", "mapping") and new_value is None:
+                setattr(s, key, old.get(key))
+            elif old.get(key) != new_value:
+                raise InputError(f"{out}: --resume with {key}={new_value!r}, but the run was started with "
+                                 f"{old.get(key)!r}; use the same settings")
+    else:
+        if os.path.exists(run_json) or os.path.exists(ckpt_path):
+            raise InputError(f"{out}: already holds a run; continue it with --resume or choose another --out")
+    s.validate()
+    if s.seed is None:
+        s.seed = random.SystemRandom().randrange(1, 2**31 - 1)
+    if s.threads:
+        torch.set_num_threads(int(s.threads))
+
+    # 1. model, 2. CG mapping of the PDB ----------------------------------------------------------------
+    dtype = torch.float64 if s.precision == "double" else torch.float32
+    model = load_model(s.model, backend=s.backend, dtype=dtype)
+    mapping = s.mapping or model.config.get("cg_mapping") or "5bead"
+    s.mapping = mapping
+    mol = map_pdb(s.pdb, mapping=mapping)
+    for note in mol.notes:
+        echo(f"note: {note}")
+    priors = _load_priors(s.priors) if s.priors else getattr(model, "priors", None)
+    if priors is None:
+        echo("note: the model has no priors; running the network alone (no bonds hold the chain together "
+             "unless the network was trained without priors)")
+
+    # 3. System, integrator, Simulation --------------------------------------------------------------------
+    R, N = s.replicas, mol.n_beads
+    system = build_system(mol, model, replicas=R, priors=priors)
+    dt_ps = (s.dt_fs * u.femtosecond).value_in_unit(u.picosecond)
+    integrator = openmm.LangevinMiddleIntegrator(s.temperature_K * u.kelvin, s.friction_per_ps / u.picosecond,
+                                                 dt_ps * u.picosecond)
+    integrator.setRandomNumberSeed(int(s.seed))
+    platform = openmm.Platform.getPlatformByName(s.platform)
+    simulation = app.Simulation(cg_topology(mol, replicas=R), system, integrator, platform)
+
+    os.makedirs(out, exist_ok=True)
+    dcd_paths = [os.path.join(out, f"replica_{r:03d}.dcd") for r in range(R)]
+    log_path = os.path.join(out, "log.csv")
+    if resume:
+        meta, blob = read_checkpoint(ckpt_path)
+        simulation.context.loadCheckpoint(blob)
+        simulation.currentStep = int(meta["step"])
+        for p, nbytes in zip(dcd_paths, meta["dcd_bytes"]):
+            truncate_dcd(p, nbytes, meta["dcd_frames"])
+        truncate_csv(log_path, meta["step"])
+        echo(f"resuming {out} at step {meta['step']}")
+    else:
+        with open(run_json, "w") as f:
+            json.dump({k: v for k, v in asdict(s).items() if k not in ("out", "steps", "threads")}, f, indent=1)
+        write_cg_pdb(mol, os.path.join(out, "topology.pdb"))
+        simulation.context.setPositions(replica_positions_nm(mol, R))
+        simulation.context.setVelocitiesToTemperature(s.temperature_K * u.kelvin, int(s.seed))
+
+    # 4. reporters: health first, so nothing records a broken state ----------------------------------------
+    length_to_nm, energy_to_kj = conversion_factors(model.units)
+    bead_types = torch.as_tensor(mol.bead_types, dtype=torch.long)
+
+    def replica_energies(pos_nm: np.ndarray) -> np.ndarray:
+        pos = torch.as_tensor(pos_nm, dtype=dtype).reshape(R, N, 3) / length_to_nm
+        energy = model.energy_forces(pos, bead_types)[0].double() * energy_to_kj
+        if priors is not None:
+            from ..priors import prior_energy
+
+            p_len, p_en = conversion_factors(priors.units)
+            with torch.no_grad():
+                pp = torch.as_tensor(pos_nm, dtype=torch.float64).reshape(R, N, 3) / p_len
+                energy = energy + prior_energy(priors, pp) * p_en
+        return energy.numpy()
+
+    dcd = ReplicaDCDReporter(dcd_paths, s.report_interval, cg_topology(mol, replicas=1), dt_ps, append=resume,
+                             first_step=s.report_interval)
+    log = ReplicaCSVReporter(log_path, s.report_interval, R, mol.masses, dt_ps, replica_energies, append=resume)
+    checkpoint = CheckpointReporter(ckpt_path, s.checkpoint_interval,
+                                    extra=lambda: {"dcd_bytes": dcd.sizes(), "dcd_frames": dcd.frames})
+    last_good = {"step": simulation.currentStep if resume else None}
+
+    def hint() -> str:
+        step = checkpoint.last_step if checkpoint.last_step is not None else last_good["step"]
+        return f"last good checkpoint: step {step} in {ckpt_path}" if step is not None else "no checkpoint yet"
+
+    health = HealthReporter(s.report_interval, R, N, bead_label=mol.bead_label, max_force=s.max_force,
+                            checkpoint_hint=hint)
+    simulation.reporters.extend([health, dcd, log, checkpoint])
+
+    # 5. run ---------------------------------------------------------------------------------------------
+    start = simulation.currentStep
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=max(s.steps - start, 0), unit="step", desc=f"{R} x {N} beads", dynamic_ncols=True)
+    log.start_clock(start)
+    import time as _time
+
+    t0 = _time.perf_counter()
+    try:
+        if not resume:   # check the starting structure before the first step
+            st = simulation.context.getState(getEnergy=True, getForces=True, getPositions=True)
+            health.check(start, st.getPotentialEnergy().value_in_unit(u.kilojoule_per_mole),
+                         st.getPositions(asNumpy=True).value_in_unit(u.nanometer),
+                         st.getForces(asNumpy=True).value_in_unit(u.kilojoule_per_mole / u.nanometer))
+            checkpoint.save(simulation)
+        while simulation.currentStep < s.steps:
+            n = min(s.report_interval - simulation.currentStep % s.report_interval, s.steps - simulation.currentStep)
+            try:
+                simulation.step(n)
+            except openmm.OpenMMException as exc:
+                raise SimulationInstabilityError(
+                    f"step {simulation.currentStep}: OpenMM stopped: {str(exc).splitlines()[0]}; {hint()}") from None
+            if bar is not None:
+                bar.update(n)
+        if checkpoint.last_step != simulation.currentStep:   # the last step was not a checkpoint step
+            st = simulation.context.getState(getEnergy=True, getForces=True, getPositions=True)
+            health.check(simulation.currentStep, st.getPotentialEnergy().value_in_unit(u.kilojoule_per_mole),
+                         st.getPositions(asNumpy=True).value_in_unit(u.nanometer),
+                         st.getForces(asNumpy=True).value_in_unit(u.kilojoule_per_mole / u.nanometer))
+            checkpoint.save(simulation)
+    finally:
+        if bar is not None:
+            bar.close()
+        dcd.close()
+        log.close()
+    wall = _time.perf_counter() - t0
+    done = simulation.currentStep - start
+    speed = done * dt_ps * 1e-3 / (wall / 86400.0) if wall > 0 and done > 0 else float("nan")
+    return RunResult(out=out, steps_done=simulation.currentStep, replicas=R, n_beads=N,
+                     ns_per_day_per_replica=speed, notes=list(mol.notes))

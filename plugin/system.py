@@ -1,0 +1,106 @@
+"""Build OpenMM Systems for a CG molecule: particles with masses, prior forces, the network.
+
+Two ways to run R replicas:
+
+* packed (:func:`build_system` with ``replicas=R``): one System of ``R * N`` particles, replica ``r`` owning
+  particles ``r*N .. r*N+N-1``; no force couples two replicas; the network runs once per step for all;
+* separate (:func:`build_replica_systems`): R Systems, each one replica, all running one shared TorchScript
+  module (one model, R Contexts).
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import numpy as np
+import openmm
+import torch
+
+from ..errors import InputError
+from .force import create_torch_force, network_module
+from .units import conversion_factors
+
+#: force groups, so energies can be split with ``getState(groups=...)``
+NETWORK_GROUP = 0
+PRIOR_GROUP = 1
+
+_USE_MODEL_PRIORS = "model"
+
+
+def _resolve_priors(model, priors):
+    if isinstance(priors, str) and priors == _USE_MODEL_PRIORS:
+        return getattr(model, "priors", None)
+    return priors
+
+
+def check_compatible(mol, model) -> None:
+    """Raise :class:`InputError` if ``model`` cannot run on ``mol`` (bead types, mapping)."""
+    want = model.config.get("cg_mapping")
+    if want is not None and want != mol.mapping:
+        raise InputError(
+            f"{mol.source or 'the structure'}: mapped with the {mol.mapping!r} mapping, but the model expects "
+            f"{want!r}; use --mapping {want}"
+        )
+    model.check_bead_types(mol.bead_types, mol.source or "the structure")
+
+
+def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, module=None) -> openmm.System:
+    """An OpenMM System for ``replicas`` packed copies of the CG molecule ``mol``.
+
+    Parameters
+    ----------
+    mol : flashschnet.cg.CGMolecule
+        The CG molecule (bead types, masses in amu).
+    model : CGSchNet or None
+        The network; None builds a priors-only System.
+    replicas : int
+        Number of packed, non-interacting copies.
+    priors : PriorSet, None, or "model"
+        Prior terms to add as native OpenMM forces; ``"model"`` (default) takes ``model.priors``.
+    module : ScriptModule, optional
+        A ready :func:`~flashschnet.openmm.force.network_module` to reuse (it must be made for the same
+        number of replicas).
+
+    Returns
+    -------
+    openmm.System
+        Non-periodic; the network in force group 0, the priors in group 1.
+    """
+    if replicas < 1:
+        raise InputError(f"replicas must be at least 1, got {replicas}")
+    system = openmm.System()
+    masses = np.asarray(mol.masses, dtype=float)
+    for _ in range(replicas):
+        for m in masses:
+            system.addParticle(float(m))
+    if model is not None:
+        check_compatible(mol, model)
+        if module is None:
+            module = network_module(model, torch.as_tensor(mol.bead_types, dtype=torch.long), replicas)
+        system.addForce(create_torch_force(module, NETWORK_GROUP))
+    prior_set = _resolve_priors(model, priors)
+    if prior_set is not None:
+        from .priors import add_prior_forces
+
+        prior_set.check_applies_to(mol)
+        units = prior_set.units
+        length_to_nm, energy_to_kj = conversion_factors(units)
+        add_prior_forces(system, prior_set, replicas=replicas, n_beads=mol.n_beads,
+                         length_to_nm=length_to_nm, energy_to_kj=energy_to_kj, force_group=PRIOR_GROUP)
+    return system
+
+
+def build_replica_systems(mol, model, replicas: int, priors=_USE_MODEL_PRIORS) -> List[openmm.System]:
+    """R one-replica Systems sharing one scripted network module (one model, R Contexts)."""
+    check_compatible(mol, model)
+    module = network_module(model, torch.as_tensor(mol.bead_types, dtype=torch.long), 1)
+    return [build_system(mol, model, 1, priors=priors, module=module) for _ in range(replicas)]
+
+
+def replica_positions_nm(mol, replicas: int, positions_angstrom: Optional[np.ndarray] = None) -> np.ndarray:
+    """Packed starting positions ``[R*N, 3]`` in nm: every replica at ``mol.positions`` (or the given
+    ``[N, 3]`` / ``[R, N, 3]`` positions in Angstrom)."""
+    pos = np.asarray(mol.positions if positions_angstrom is None else positions_angstrom, dtype=float)
+    if pos.ndim == 2:
+        pos = np.broadcast_to(pos, (replicas,) + pos.shape)
+    nm_per_angstrom = (1.0 * openmm.unit.angstrom).value_in_unit(openmm.unit.nanometer)
+    return np.ascontiguousarray(pos.reshape(-1, 3) * nm_per_angstrom)

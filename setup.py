@@ -1,0 +1,51 @@
+"""flashschnet: a fast coarse-grained CGSchNet force field for OpenMM.
+
+One import name, three source folders (the layout is fixed by the design):
+
+* ``model/``   -> ``flashschnet``          network, kernels, CG mapping (never imports openmm)
+* ``plugin/``  -> ``flashschnet.openmm``   OpenMM glue: forces, system building, reporters
+* ``scripts/`` -> ``flashschnet.scripts``  thin command-line front ends
+"""
+from pathlib import Path
+
+from setuptools import setup
+
+HERE = Path(__file__).parent
+
+
+def _requirements(name):
+    lines = (HERE / name).read_text().splitlines()
+    return [ln.split("#", 1)[0].strip() for ln in lines if ln.split("#", 1)[0].strip()]
+
+
+setup(
+    name="flashschnet",
+    version="0.1.0",
+    description="Fast coarse-grained CGSchNet (mlcg) force field for OpenMM",
+    long_description=(HERE / "README.md").read_text(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=[
+        "flashschnet",
+        "flashschnet.cg",
+        "flashschnet.nn",
+        "flashschnet.ops",
+        "flashschnet.openmm",
+        "flashschnet.scripts",
+    ],
+    package_dir={
+        "flashschnet": "model",
+        "flashschnet.cg": "model/cg",
+        "flashschnet.nn": "model/nn",
+        "flashschnet.ops": "model/ops",
+        "flashschnet.openmm": "plugin",
+        "flashschnet.scripts": "scripts",
+    },
+    install_requires=_requirements("requirements.txt"),
+    extras_require={"test": [r for r in _requirements("requirements-test.txt") if r.startswith("pytest")]},
+    entry_points={
+        "console_scripts": [
+            "flashschnet-simulate = flashschnet.scripts.simulate:main",
+        ],
+    },
+)

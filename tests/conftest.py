@@ -1,0 +1,33 @@
+"""Shared test helpers: where the test data lives.
+
+The mlcg oracle files and the structures are copied into ``tests/data/`` so a fresh clone tests fully;
+``../shared/`` (beside the checkout) is the source of truth they were copied from.
+"""
+from pathlib import Path
+
+import pytest
+
+import torch  # noqa: F401  (torch before openmmtorch, everywhere)
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+DATA = TESTS / "data"
+SHARED = ROOT.parent / "shared"
+STRUCTURES = DATA / "structures"
+EXAMPLES = ROOT / "examples"
+
+
+def oracle_path(name: str) -> Path:
+    """Path of an mlcg oracle file: ``tests/data/oracles/NAME``, else ``../shared/oracles/mlcg/NAME``;
+    skips the test with the reason when neither exists."""
+    for p in (DATA / "oracles" / name, SHARED / "oracles" / "mlcg" / name):
+        if p.exists():
+            return p
+    pytest.skip(f"mlcg oracle {name} not found in tests/data/oracles/ nor in {SHARED}/oracles/mlcg/")
+
+
+def platforms():
+    """Names of the OpenMM platforms to test on: every one that this OpenMM build has."""
+    import openmm
+
+    return [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]

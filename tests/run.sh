@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Set up (a venv cached outside the clone, keyed by the dependency pins) and run the whole test suite.
+# Extra arguments go to pytest, e.g.  bash tests/run.sh -m "not slow" -x
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$(bash "$root/tools/venv.sh")"
+cd "$root"
+exec "$venv/bin/python" -m pytest -q -p no:cacheprovider tests "$@"

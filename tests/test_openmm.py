@@ -1,0 +1,200 @@
+"""The network as a TorchForce and the System builder, against the model itself, on every OpenMM platform
+this build has (Reference, CPU; CUDA/OpenCL where present)."""
+from __future__ import annotations
+
+import numpy as np
+import openmm
+import openmm.unit as u
+import pytest
+import torch
+
+from conftest import EXAMPLES, oracle_path, platforms
+from flashschnet import load_model, map_pdb
+from flashschnet.errors import InputError
+from flashschnet.openmm.force import add_network_force, network_module
+from flashschnet.openmm.system import (NETWORK_GROUP, PRIOR_GROUP, build_replica_systems, build_system,
+                                       replica_positions_nm)
+from flashschnet.openmm.units import conversion_factors
+from flashschnet.priors import PriorSet, prior_energy_forces
+
+KJ = u.kilojoule_per_mole
+KJ_NM = u.kilojoule_per_mole / u.nanometer
+
+
+def _context(system, platform):
+    return openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName(platform))
+
+
+def _energy_forces(ctx, groups=-1):
+    st = ctx.getState(getEnergy=True, getForces=True, groups=groups)
+    return st.getPotentialEnergy().value_in_unit(KJ), st.getForces(asNumpy=True).value_in_unit(KJ_NM)
+
+
+@pytest.fixture(scope="module")
+def fixture_a():
+    return torch.load(oracle_path("mlcg_schnet_A.pt"), weights_only=True)
+
+
+def test_units_are_converted_in_one_place():
+    assert conversion_factors({"length": "angstrom", "energy": "kcal/mol"}) == pytest.approx((0.1, 4.184), rel=1e-15)
+    assert conversion_factors({"length": "nanometer", "energy": "kJ/mol"}) == (1.0, 1.0)
+
+
+@pytest.mark.parametrize("platform", platforms())
+@pytest.mark.parametrize("replicas", [1, 3])
+def test_torchforce_equals_model(fixture_a, platform, replicas):
+    """getState energies/forces == model.energy_forces (float64 network), packed replicas."""
+    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64)
+    types = fixture_a["bead_types"]
+    pos = fixture_a["positions_A"][:replicas]
+    e_ref, f_ref = model.energy_forces(pos, types)
+    system = openmm.System()
+    for _ in range(replicas * len(types)):
+        system.addParticle(12.0)
+    add_network_force(system, model, types, replicas)
+    ctx = _context(system, platform)
+    ctx.setPositions((pos.reshape(-1, 3) * 0.1).numpy())
+    e, f = _energy_forces(ctx)
+    # Reference keeps double precision end to end; the CPU platform accumulates forces in single precision
+    tol = 1e-10 if platform == "Reference" else 1e-5
+    assert abs(e / 4.184 - float(e_ref.sum())) <= tol * abs(float(e_ref.sum()))
+    f_model = (f_ref.reshape(-1, 3) * 41.84).numpy()
+    assert np.abs(f - f_model).max() <= tol * np.abs(f_model).max()
+
+
+@pytest.mark.parametrize("platform", platforms())
+def test_torchforce_float32_network(fixture_a, platform):
+    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float32)
+    types = fixture_a["bead_types"]
+    pos = fixture_a["positions_A"][:2]
+    system = openmm.System()
+    for _ in range(2 * len(types)):
+        system.addParticle(12.0)
+    add_network_force(system, model, types, 2)
+    ctx = _context(system, platform)
+    ctx.setPositions((pos.reshape(-1, 3) * 0.1).numpy())
+    e, f = _energy_forces(ctx)
+    want_e = float(fixture_a["energies_kcal_mol"][:2].sum()) * 4.184
+    want_f = (fixture_a["forces_kcal_mol_A"][:2].reshape(-1, 3) * 41.84).numpy()
+    assert abs(e - want_e) <= 1e-5 * abs(want_e)
+    assert np.abs(f - want_f).max() <= 1e-4 * np.abs(want_f).max()
+
+
+@pytest.mark.parametrize("platform", platforms())
+def test_separate_contexts_share_one_model(fixture_a, platform):
+    """R one-replica Contexts running one scripted module give each replica's own numbers."""
+    mol = _chignolin(fixture_a)
+    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64)
+    systems = build_replica_systems(mol, model, 3, priors=None)
+    e_ref, f_ref = model.energy_forces(fixture_a["positions_A"][:3], fixture_a["bead_types"])
+    tol = 1e-10 if platform == "Reference" else 1e-5
+    for r, system in enumerate(systems):
+        ctx = _context(system, platform)
+        ctx.setPositions((fixture_a["positions_A"][r] * 0.1).numpy())
+        e, f = _energy_forces(ctx)
+        assert abs(e / 4.184 - float(e_ref[r])) <= tol * abs(float(e_ref[r]))
+        assert np.abs(f / 41.84 - f_ref[r].numpy()).max() <= tol * float(f_ref[r].abs().max())
+
+
+def _chignolin(fixture_a):
+    """A CGMolecule for the fixture's chignolin (bead types and masses from the fixture)."""
+    from flashschnet.cg.molecule import CGMolecule, CGResidue
+
+    names = list(fixture_a["bead_names"])
+    res_labels = list(dict.fromkeys(n.split(":")[0] for n in names))
+    residues = [CGResidue("A", int(lbl[3:]), "", lbl[:3], "X") for lbl in res_labels]
+    bead_residue = np.array([res_labels.index(n.split(":")[0]) for n in names])
+    prior = torch.load(oracle_path("mlcg_prior_cln.pt"), weights_only=True)
+    bonds = np.concatenate([prior["terms"][t]["atom_indices"].numpy() for t in ("n_term_bonds", "bulk_bonds", "c_term_bonds")])
+    return CGMolecule(mapping="5bead", bead_names=[n.split(":")[1] for n in names],
+                      bead_types=fixture_a["bead_types"].numpy(), masses=(fixture_a["masses"] * 418.4).numpy(),
+                      positions=fixture_a["positions_A"][0].numpy(), bead_residue=bead_residue, residues=residues,
+                      chain_of_residue=np.zeros(len(residues), dtype=np.int64), bonds=np.sort(bonds, axis=1),
+                      source="chignolin fixture")
+
+
+@pytest.mark.parametrize("platform", platforms())
+def test_system_with_priors_matches_model_plus_priors(fixture_a, platform):
+    """Network (group 0) + mlcg prior (group 1), 3 packed replicas, vs model.energy_forces + the mlcg prior
+    oracle's own energies/forces."""
+    mol = _chignolin(fixture_a)
+    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64)
+    prior_oracle = torch.load(oracle_path("mlcg_prior_cln.pt"), weights_only=True)
+    priors = PriorSet.from_mlcg_oracle(prior_oracle)
+    R = 3
+    system = build_system(mol, model, replicas=R, priors=priors)
+    assert system.getNumParticles() == R * 49
+    assert system.getParticleMass(50).value_in_unit(u.dalton) == pytest.approx(float(fixture_a["masses"][1] * 418.4))
+    ctx = _context(system, platform)
+    pos = fixture_a["positions_A"][:R]
+    ctx.setPositions(replica_positions_nm(mol, R, pos.numpy()))
+    tol = 1e-9 if platform == "Reference" else 1e-5
+    e_net, f_net = _energy_forces(ctx, {NETWORK_GROUP})
+    e_pri, f_pri = _energy_forces(ctx, {PRIOR_GROUP})
+    e_ref, f_ref = model.energy_forces(pos, fixture_a["bead_types"])
+    assert abs(e_net / 4.184 - float(e_ref.sum())) <= tol * abs(float(e_ref.sum()))
+    want_pe = float(prior_oracle["energies_kcal_mol"][:R].sum())
+    assert abs(e_pri / 4.184 - want_pe) <= tol * abs(want_pe)
+    want_pf = prior_oracle["forces_kcal_mol_A"][:R].reshape(-1, 3).numpy()
+    assert np.abs(f_pri / 41.84 - want_pf).max() <= tol * np.abs(want_pf).max()
+    # and the total is the sum
+    e_all, f_all = _energy_forces(ctx)
+    assert e_all == pytest.approx(e_net + e_pri, rel=1e-12)
+    assert np.allclose(f_all, f_net + f_pri, rtol=0, atol=1e-6 * np.abs(f_all).max())
+
+
+def test_system_xml_round_trip(fixture_a):
+    """A System with the network survives XmlSerializer (flashschnet is imported, as it must be)."""
+    mol = _chignolin(fixture_a)
+    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64)
+    system = build_system(mol, model, replicas=2, priors=None)
+    clone = openmm.XmlSerializer.deserialize(openmm.XmlSerializer.serialize(system))
+    pos = replica_positions_nm(mol, 2, fixture_a["positions_A"][:2].numpy())
+    e1, f1 = _energy_forces(_ctx_at(system, pos))
+    e2, f2 = _energy_forces(_ctx_at(clone, pos))
+    assert e1 == e2 and np.array_equal(f1, f2)
+
+
+def _ctx_at(system, pos):
+    ctx = _context(system, "Reference")
+    ctx.setPositions(pos)
+    return ctx
+
+
+def test_placeholder_model_on_trpcage():
+    """The bundled example: 5-bead trp-cage, the placeholder model with its priors, 2 replicas."""
+    model = load_model(EXAMPLES / "trpcage_placeholder.pt", dtype=torch.float64)
+    mol = map_pdb(EXAMPLES / "1L2Y_trpcage.pdb")
+    system = build_system(mol, model, replicas=2)
+    assert system.getNumForces() >= 2
+    ctx = _ctx_at(system, replica_positions_nm(mol, 2))
+    e, f = _energy_forces(ctx)
+    e_net, f_net = model.energy_forces(torch.as_tensor(mol.positions)[None].repeat(2, 1, 1),
+                                       torch.as_tensor(mol.bead_types))
+    e_pri, f_pri = prior_energy_forces(model.priors, torch.as_tensor(mol.positions)[None].repeat(2, 1, 1))
+    want = float((e_net + e_pri).sum()) * 4.184
+    assert e == pytest.approx(want, rel=1e-10)
+    want_f = ((f_net + f_pri) * 41.84).reshape(-1, 3).numpy()
+    assert np.abs(f - want_f).max() <= 1e-9 * np.abs(want_f).max()
+
+
+def test_priors_for_another_protein_are_refused():
+    model = load_model(EXAMPLES / "trpcage_placeholder.pt")
+    mol = map_pdb(EXAMPLES / "4PTI_bpti.pdb")
+    with pytest.raises(InputError, match="priors were made for"):
+        build_system(mol, model)
+
+
+def test_mapping_mismatch_is_refused():
+    model = load_model(EXAMPLES / "trpcage_placeholder.pt")
+    mol = map_pdb(EXAMPLES / "1L2Y_trpcage.pdb", mapping="ca")
+    with pytest.raises(InputError, match="--mapping 5bead"):
+        build_system(mol, model, priors=None)
+
+
+def test_network_module_replica_energies(fixture_a):
+    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64)
+    mod = network_module(model, fixture_a["bead_types"], 3)
+    pos_nm = fixture_a["positions_A"][:3].reshape(-1, 3) * 0.1
+    e = mod.replica_energies(pos_nm)
+    assert torch.allclose(e / 4.184, fixture_a["energies_kcal_mol"][:3], rtol=1e-12, atol=0)

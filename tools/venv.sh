@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Create (once) and reuse a virtual environment kept OUTSIDE the clone, keyed by a hash of the dependency
+# pins and the Python version, then install this checkout into it (editable, no dependency resolution).
+# Prints the venv's path on stdout; everything else goes to stderr.
+#   FLASHSCHNET_VENV_ROOT  where venvs live (default: ~/.cache/flashschnet/venvs)
+#   PYTHON                 interpreter to build the venv with (default: python3.11, else python3)
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+py="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+pyver="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+key="$(cat "$here/requirements.txt" "$here/requirements-test.txt" | sha256sum | cut -c1-16)"
+root="${FLASHSCHNET_VENV_ROOT:-$HOME/.cache/flashschnet/venvs}"
+venv="$root/py$pyver-$key"
+mkdir -p "$root"
+exec 9>"$venv.lock"; flock 9          # one builder at a time per venv
+if [ ! -f "$venv/.complete" ]; then
+  echo "flashschnet: building the venv $venv (once per set of pins; a few minutes, ~7 GB)" >&2
+  rm -rf "$venv"                      # a half-built venv from an interrupted run
+  "$py" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --upgrade pip >&2
+  "$venv/bin/python" -m pip install -q -r "$here/requirements.txt" -r "$here/requirements-test.txt" >&2
+  touch "$venv/.complete"
+fi
+"$venv/bin/python" -m pip install -q --no-deps --no-build-isolation -e "$here" >&2
+echo "$venv"
