@@ -121,7 +121,7 @@ def read_model_file(path) -> Dict[str, Any]:
 def build_model(ckpt: Dict[str, Any], path: str = "<checkpoint>", backend: Optional[str] = None,
                 dtype: torch.dtype = torch.float32, device="cpu") -> CGSchNet:
     """Build a :class:`CGSchNet` from a checkpoint dict and load its weights (strictly)."""
-    model = CGSchNet(normalize_config(ckpt["config"]), backend=backend or "reference", units=ckpt["units"])
+    model = CGSchNet(normalize_config(ckpt["config"]), backend=backend, units=ckpt["units"], device=str(device))
     model = model.to(dtype=dtype)          # before loading: float64 weights must not pass through float32
     own = model.state_dict()
     sd = ckpt["state_dict"]

@@ -135,7 +135,8 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
 
     # 1. model, 2. CG mapping of the PDB ----------------------------------------------------------------
     dtype = torch.float64 if s.precision == "double" else torch.float32
-    model = load_model(s.model, backend=s.backend, dtype=dtype)
+    device = "cuda" if s.platform == "CUDA" and torch.cuda.is_available() else "cpu"
+    model = load_model(s.model, backend=s.backend, dtype=dtype, device=device)
     mapping = s.mapping or model.config.get("cg_mapping") or "5bead"
     s.mapping = mapping
     mol = map_pdb(s.pdb, mapping=mapping)
@@ -149,6 +150,7 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     # 3. System, integrator, Simulation --------------------------------------------------------------------
     R, N = s.replicas, mol.n_beads
     system = build_system(mol, model, replicas=R, priors=priors)
+    echo(f"note: network backend {model.backend} ({device}, {s.precision} precision)")
     dt_ps = (s.dt_fs * u.femtosecond).value_in_unit(u.picosecond)
     integrator = openmm.LangevinMiddleIntegrator(s.temperature_K * u.kelvin, s.friction_per_ps / u.picosecond,
                                                  dt_ps * u.picosecond)
@@ -179,8 +181,8 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     bead_types = torch.as_tensor(mol.bead_types, dtype=torch.long)
 
     def replica_energies(pos_nm: np.ndarray) -> np.ndarray:
-        pos = torch.as_tensor(pos_nm, dtype=dtype).reshape(R, N, 3) / length_to_nm
-        energy = model.energy_forces(pos, bead_types)[0].double() * energy_to_kj
+        pos = torch.as_tensor(pos_nm, dtype=dtype, device=device).reshape(R, N, 3) / length_to_nm
+        energy = model.energy_forces(pos, bead_types.to(device))[0].double().cpu() * energy_to_kj
         if priors is not None:
             from ..priors import prior_energy
 

@@ -37,7 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mapping", choices=["5bead", "ca"], default=None, help="CG mapping (default: the model's)")
     p.add_argument("--priors", default=None, help="prior file to use instead of the model's priors")
     p.add_argument("--precision", choices=["single", "double"], default="single", help="network precision")
-    p.add_argument("--backend", default=None, help="network implementation (default: best available)")
+    p.add_argument("--backend", choices=["reference", "torch", "triton"], default=None,
+                   help="network implementation: reference (mlcg-style autograd), torch (fused CPU path), "
+                        "triton (fused GPU kernels); default triton on CUDA, torch otherwise")
     p.add_argument("--threads", type=int, default=None, help="PyTorch CPU threads (default: PyTorch's)")
     p.add_argument("--max-force", type=float, default=1.0e5,
                    help="stop when a force component exceeds this, kJ/mol/nm (default 1e5)")

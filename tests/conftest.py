@@ -3,11 +3,17 @@
 The mlcg oracle files and the structures are copied into ``tests/data/`` so a fresh clone tests fully;
 ``../shared/`` (beside the checkout) is the source of truth they were copied from.
 """
+import os
 from pathlib import Path
 
 import pytest
 
 import torch  # noqa: F401  (torch before openmmtorch, everywhere)
+
+# Without a GPU the Triton kernels run in Triton's interpreter (on CPU tensors). It must be set before
+# triton compiles anything; flashschnet imports its kernels lazily, at the first launch.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent

@@ -42,9 +42,10 @@ def test_units_are_converted_in_one_place():
 
 @pytest.mark.parametrize("platform", platforms())
 @pytest.mark.parametrize("replicas", [1, 3])
-def test_torchforce_equals_model(fixture_a, platform, replicas):
+@pytest.mark.parametrize("backend", ["reference", "torch"])
+def test_torchforce_equals_model(fixture_a, platform, replicas, backend):
     """getState energies/forces == model.energy_forces (float64 network), packed replicas."""
-    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64)
+    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend=backend)
     types = fixture_a["bead_types"]
     pos = fixture_a["positions_A"][:replicas]
     e_ref, f_ref = model.energy_forces(pos, types)

@@ -21,5 +21,8 @@ if [ ! -f "$venv/.complete" ]; then
   "$venv/bin/python" -m pip install -q -r "$here/requirements.txt" -r "$here/requirements-test.txt" >&2
   touch "$venv/.complete"
 fi
-"$venv/bin/python" -m pip install -q --no-deps --no-build-isolation -e "$here" >&2
+# install this checkout (fast; its build chatter is shown only when it fails)
+if ! log="$("$venv/bin/python" -m pip install -q --no-deps --no-build-isolation -e "$here" 2>&1)"; then
+  echo "$log" >&2; echo "flashschnet: installing $here into $venv failed" >&2; exit 1
+fi
 echo "$venv"

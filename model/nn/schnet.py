@@ -28,6 +28,7 @@ from torch import nn
 
 from ..errors import InputError
 from ..ops import resolve_backend
+from ..ops import fused as _fused_op  # noqa: F401  (registers flashschnet::energy_forces)
 
 # ----------------------------------------------------------------------------------------------------------
 # envelopes and radial bases
@@ -92,6 +93,12 @@ class GaussianBasis(nn.Module):
         self.num_rbf = int(num_rbf)
         self.cutoff = _envelope(cutoff)
 
+    def centers(self) -> torch.Tensor:
+        return self.offset
+
+    def widths(self) -> torch.Tensor:
+        return self.coeff
+
     def forward(self, d: torch.Tensor) -> torch.Tensor:
         e = torch.exp(self.coeff * (d.unsqueeze(-1) - self.offset) ** 2)
         return e * self.cutoff(d).unsqueeze(-1)
@@ -114,6 +121,12 @@ class ExpNormalBasis(nn.Module):
         self.cutoff_lower = lo
         self.num_rbf = int(num_rbf)
         self.cutoff = _envelope(cutoff)
+
+    def centers(self) -> torch.Tensor:
+        return self.means
+
+    def widths(self) -> torch.Tensor:
+        return self.betas
 
     def forward(self, d: torch.Tensor) -> torch.Tensor:
         x = torch.exp(self.alpha * (self.cutoff_lower - d)).unsqueeze(-1)
@@ -158,6 +171,17 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.layers(x)
 
+    def fused_params(self) -> List[torch.Tensor]:
+        """``[W0, c0, W1, c1, ..., W_last]`` (the last layer has no bias)."""
+        out: List[torch.Tensor] = []
+        for layer in self.layers:
+            if hasattr(layer, "weight"):       # a Linear (TorchScript resolves this per layer)
+                out.append(layer.weight)
+                bias = layer.bias
+                if bias is not None:
+                    out.append(bias)
+        return out
+
 
 class CFConv(nn.Module):
     """Continuous-filter convolution (mlcg ``CFConv``), reference implementation.
@@ -191,12 +215,28 @@ class InteractionBlock(nn.Module):
     def forward(self, x, rbf, env, src, dst):
         return self.lin(self.activation(self.conv(x, rbf, env, src, dst)))
 
+    def fused_params(self) -> List[torch.Tensor]:
+        """``[L1, L2, b2, L, b, A1, a1, A2]``."""
+        fl = self.conv.filter_network.fused_params()
+        return [self.conv.lin1.weight, self.conv.lin2.weight, self.conv.lin2.bias, self.lin.weight, self.lin.bias,
+                fl[0], fl[1], fl[2]]
+
 
 # ----------------------------------------------------------------------------------------------------------
 # the model
 # ----------------------------------------------------------------------------------------------------------
 
 DEFAULT_UNITS = {"length": "angstrom", "energy": "kcal/mol"}
+
+
+def fused_unsupported_reason(cfg: Dict[str, Any]) -> str:
+    """Why the fused backends cannot run this config ("" when they can)."""
+    if cfg["activation"] != "tanh":
+        return f"the fused backends implement the tanh activation only (this model uses {cfg['activation']!r})"
+    for what, c in (("basis", cfg["rbf"]["cutoff"]), ("filter", cfg["cutoff"])):
+        if c["kind"] == "cosine" and float(c["cutoff_lower"]) != 0.0:
+            return f"the fused backends support cosine cutoffs with cutoff_lower = 0 only ({what} has {c['cutoff_lower']})"
+    return ""
 
 
 def normalize_config(config: Dict[str, Any]) -> Dict[str, Any]:
@@ -249,10 +289,16 @@ class CGSchNet(nn.Module):
 
     __jit_unused_properties__ = ["config", "units"]
 
-    def __init__(self, config: Dict[str, Any], backend: str = "reference", units: Optional[Dict[str, str]] = None):
+    def __init__(self, config: Dict[str, Any], backend: Optional[str] = None, units: Optional[Dict[str, str]] = None,
+                 device: Optional[str] = None):
         super().__init__()
         cfg = normalize_config(config)
-        self.backend = resolve_backend(backend)
+        self.backend = resolve_backend(backend, device)
+        unsupported = fused_unsupported_reason(cfg)
+        if self.backend != "reference" and unsupported:
+            if backend is not None:
+                raise InputError(f"backend {self.backend!r}: {unsupported}; use backend='reference'")
+            self.backend = "reference"
         self.config_json = json.dumps(cfg, sort_keys=True)
         self.units_json = json.dumps(dict(units or DEFAULT_UNITS), sort_keys=True)
         H, F, K = int(cfg["hidden_channels"]), int(cfg["num_filters"]), int(cfg["rbf"]["num_rbf"])
@@ -266,6 +312,15 @@ class CGSchNet(nn.Module):
         self.output_network = MLP([H] + [int(w) for w in cfg["output_hidden_layer_widths"]] + [1], act, last_bias=False)
         self.graph_cutoff = float(cfg["rbf"]["cutoff"]["cutoff_upper"])
         self.num_types = int(cfg["embedding_size"])
+        # the fused backends' packed configuration (see flashschnet.ops.fused)
+        rb = cfg["rbf"]
+        n_hidden = len(cfg["output_hidden_layer_widths"])
+        self.fused_ints: List[int] = [int(cfg["num_interactions"]), n_hidden, 0 if rb["kind"] == "gaussian" else 1,
+                                      int(rb["cutoff"]["kind"] == "cosine"), int(cfg["cutoff"]["kind"] == "cosine")]
+        self.fused_floats: List[float] = [float(getattr(self.rbf_layer, "alpha", 0.0)),
+                                          float(rb["cutoff"]["cutoff_lower"]), float(rb["cutoff"]["cutoff_upper"]),
+                                          float(cfg["cutoff"]["cutoff_upper"]), self.graph_cutoff,
+                                          0.15 * self.graph_cutoff]
 
     # -- plain-python conveniences (not scripted) --------------------------------------------------------
     @property
@@ -334,10 +389,22 @@ class CGSchNet(nn.Module):
         """
         if positions.dim() == 2:
             positions = positions.unsqueeze(0)
+        if self.backend != "reference":
+            e, f = torch.ops.flashschnet.energy_forces(positions, bead_types, self.fused_params(), self.fused_ints,
+                                                       self.fused_floats, self.backend)
+            return e.detach(), f.detach()       # forces are exact already; nothing to differentiate
         if not torch.jit.is_scripting():
             with torch.enable_grad():
                 return self._energy_forces(positions, bead_types)
         return self._energy_forces(positions, bead_types)
+
+    def fused_params(self) -> List[torch.Tensor]:
+        """The weights in the fused backends' packed order (see :mod:`flashschnet.ops.fused`)."""
+        params: List[torch.Tensor] = [self.embedding_layer.weight, self.rbf_layer.centers(), self.rbf_layer.widths()]
+        for block in self.interaction_blocks:
+            params += block.fused_params()
+        params += self.output_network.fused_params()
+        return params
 
     def _energy_forces(self, positions: torch.Tensor, bead_types: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         pos = positions.detach().requires_grad_(True)

@@ -2,25 +2,36 @@
 
 ``"reference"``
     mlcg-style plain PyTorch: per-edge basis and filter tensors materialised, scatter-add aggregation,
-    autograd forces, neighbour list rebuilt every call. It is the oracle the fused backends are tested
-    against, and runs anywhere PyTorch runs.
+    autograd forces, neighbour list rebuilt every call. The oracle the other backends are tested against.
+``"torch"``
+    The fused algorithm in plain PyTorch for CPUs: a half neighbour list with a Verlet skin (each filter
+    evaluated once per unordered pair), edges in chunks (bounded peak memory), deterministic reductions,
+    exact forces from a hand-written backward that recomputes the filters (:mod:`flashschnet.nn.fused`).
+``"triton"``
+    The fused Triton kernels (:mod:`flashschnet.ops.flash`): tiled half lists, the basis and filter network
+    in registers, CSR segment reductions without atomics, forward and backward. Runs on CUDA, and on CPU
+    tensors under ``TRITON_INTERPRET=1`` (tests only: slow).
 
-The fused Triton path (``"triton"``) and the memory-bounded CPU path (``"torch"``) are added here, behind
-this same function, by the flash-path work; asking for them now raises a clear error.
+Default: ``"triton"`` on CUDA, ``"torch"`` elsewhere.
 """
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 from ..errors import InputError
 
-#: name -> one-line description of every backend this version provides
+#: name -> one-line description of every backend
 BACKENDS = {
     "reference": "mlcg-style PyTorch: materialised edge tensors, scatter-add, autograd forces",
+    "torch": "fused algorithm in PyTorch (CPU): half list + Verlet skin, chunked edges, exact hand-written forces",
+    "triton": "fused Triton kernels (CUDA; CPU only under TRITON_INTERPRET=1)",
 }
 
-#: backends that later versions add (named here so the error message can say so)
-PLANNED_BACKENDS = ("torch", "triton")
+
+def default_backend(device: Optional[str] = None) -> str:
+    """``"triton"`` for CUDA devices, ``"torch"`` otherwise."""
+    return "triton" if device is not None and str(device).startswith("cuda") else "torch"
 
 
 def resolve_backend(name: Optional[str] = None, device: Optional[str] = None) -> str:
@@ -29,16 +40,17 @@ def resolve_backend(name: Optional[str] = None, device: Optional[str] = None) ->
     Parameters
     ----------
     name : str or None
-        A key of :data:`BACKENDS`, or None for the default for ``device``.
+        A key of :data:`BACKENDS`, or None for :func:`default_backend` of ``device``.
     device : str or None
-        ``"cpu"`` or ``"cuda"``; only used to choose the default.
+        Where the model will run (``"cpu"``, ``"cuda"``, ``"cuda:1"``); only used to choose the default and
+        to check that ``"triton"`` can run there.
     """
     if name is None:
-        return "reference"
-    if name in BACKENDS:
-        return name
-    if name in PLANNED_BACKENDS:
-        raise InputError(
-            f"backend {name!r} is not available in this version of flashschnet; use one of: {', '.join(BACKENDS)}"
-        )
-    raise InputError(f"unknown backend {name!r}; use one of: {', '.join(BACKENDS)}")
+        return default_backend(device)
+    if name not in BACKENDS:
+        raise InputError(f"unknown backend {name!r}; use one of: {', '.join(BACKENDS)}")
+    if name == "triton" and device is not None and not str(device).startswith("cuda") \
+            and os.environ.get("TRITON_INTERPRET") != "1":
+        raise InputError("backend 'triton' needs a CUDA device (or TRITON_INTERPRET=1 for testing); "
+                         "use backend='torch' on CPU")
+    return name

@@ -1,0 +1,306 @@
+"""Launchers of the fused Triton CFConv kernels, as ``torch.library`` custom ops.
+
+Design. Beads of each replica are cut into tiles of ``B`` consecutive beads (``T = ceil(N / B)`` tiles,
+padding beads masked out), and :func:`flashschnet.neighbors.tile_pairs` lists the tile pairs ``(r, I, J)``,
+``I <= J``, that can hold a bead pair within the graph cutoff, sorted by destination tile (CSR ``row_ptr``)
+with the off-diagonal entries also sorted by source tile (the transposed CSR ``col_perm``/``col_ptr``).
+One program per destination tile walks its CSR row; for each tile pair it computes the distances, the
+radial basis, the filter MLP and the filter ``W`` [B*B, F] entirely in registers (no per-edge tensor is
+ever written to memory) and uses each filter for both directions: the row side (``m_i += W_ij h_j``) is
+accumulated in the program and written to a per-tile partial ``rowbuf[g]``, the column side
+(``m_j += W_ij h_i``, off-diagonal tile pairs only) is written to a per-tile-pair partial ``colbuf[q]``.
+A second kernel sums, per tile, its row partial and its column partials in the transposed-CSR order. All
+sums have a fixed order and nothing uses atomics, so repeated runs agree bitwise. The position gradient
+(``cfconv_bwd_pos``) has the same structure with width-3 partials; the feature gradient of the
+aggregation is ``cfconv_fwd`` applied to ``dE/dm`` since ``W_ij = W_ji``.
+
+Basis parameters, one form for both bases: ``e_k = exp(coeffs_k * (z - offsets_k)^2) * Crbf(d)`` with
+``z = d`` for ``basis="gaussian"`` (``offsets`` = the centres, ``coeffs`` = ``coeff`` repeated K times) and
+``z = exp(alpha (basis_lower - d))`` for ``basis="expnormal"`` (``offsets`` = ``means``, ``coeffs`` =
+``-betas``); :func:`basis_coeffs` converts. The envelopes ignore ``basis_lower`` (``0.5 (cos(pi d/rc)+1)``).
+``Crbf`` is the cosine envelope with radius ``rc_rbf`` if ``rbf_env`` else 1; the filter envelope ``Cf``
+likewise with ``rc_f``/``filt_env``. Filter: ``W = tanh(e A1^T + a1) A2^T * Cf``.
+
+Set ``FLASHSCHNET_POISON=1`` (or :data:`POISON` = True) to fill every output and partial buffer with NaN
+before the kernels run, so tests prove each element is written.
+"""
+from __future__ import annotations
+
+import os
+from typing import Tuple
+
+import torch
+
+#: fill outputs and partial buffers with NaN before the kernels write them (debug / tests)
+POISON = os.environ.get("FLASHSCHNET_POISON") == "1"
+
+_BASES = {"gaussian": 0, "expnormal": 1}
+
+
+def _interpret() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def triton_available() -> bool:
+    """True when Triton imports and kernels can run: on a CUDA device, or anywhere under TRITON_INTERPRET=1."""
+    try:
+        import triton  # noqa: F401
+    except Exception:
+        return False
+    return _interpret() or torch.cuda.is_available()
+
+
+def _kernels():
+    from ..kernels import cfconv  # imported late: TRITON_INTERPRET must be set before triton is imported
+
+    return cfconv
+
+
+def _pow2(n: int, least: int = 16) -> int:
+    p = least
+    while p < n:
+        p *= 2
+    return p
+
+
+def _empty(shape, like: torch.Tensor, dtype=None) -> torch.Tensor:
+    out = torch.empty(shape, dtype=dtype or like.dtype, device=like.device)
+    if POISON and out.is_floating_point():
+        out.fill_(float("nan"))
+    return out
+
+
+def _check_device(t: torch.Tensor) -> None:
+    if not triton_available():
+        raise RuntimeError("flashschnet: Triton kernels need triton and a CUDA device (or TRITON_INTERPRET=1)")
+    if not t.is_cuda and not _interpret():
+        raise RuntimeError("flashschnet: Triton kernels run on CUDA tensors (CPU only under TRITON_INTERPRET=1)")
+
+
+def _dtype(pos: torch.Tensor) -> torch.dtype:
+    if pos.dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"flashschnet: positions must be float32 or float64, got {pos.dtype}")
+    return pos.dtype
+
+
+def _basis_args(offsets, coeffs, basis: str, dtype, device) -> Tuple[torch.Tensor, torch.Tensor, int, int, int]:
+    if basis not in _BASES:
+        raise ValueError(f"flashschnet: unknown basis {basis!r} (known: {', '.join(_BASES)})")
+    K = int(offsets.shape[0])
+    if tuple(coeffs.shape) != (K,):
+        raise ValueError(f"flashschnet: coeffs must have shape [{K}], got {tuple(coeffs.shape)}")
+    KP = _pow2(K)
+    mu = torch.zeros(KP, dtype=dtype, device=device)
+    cf = torch.zeros(KP, dtype=dtype, device=device)
+    mu[:K] = offsets.to(dtype)
+    cf[:K] = coeffs.to(dtype)
+    return mu, cf, K, KP, _BASES[basis]
+
+
+def _scalars(rc_graph, rc_rbf, rc_f, alpha, lower, dtype, device) -> torch.Tensor:
+    return torch.tensor([rc_graph, rc_rbf, rc_f, alpha, lower], dtype=dtype, device=device)
+
+
+def _filter_args(A1, a1, A2, K, KP, dtype):
+    F = int(A1.shape[0])
+    if tuple(A1.shape) != (F, K) or tuple(a1.shape) != (F,) or tuple(A2.shape) != (F, F):
+        raise ValueError(f"flashschnet: filter weights must be A1 [F, K={K}], a1 [F], A2 [F, F]; got "
+                         f"{tuple(A1.shape)}, {tuple(a1.shape)}, {tuple(A2.shape)}")
+    FP = _pow2(F)
+    A1p = torch.zeros(FP, KP, dtype=dtype, device=A1.device)
+    a1p = torch.zeros(FP, dtype=dtype, device=A1.device)
+    A2p = torch.zeros(FP, FP, dtype=dtype, device=A1.device)
+    A1p[:F, :K] = A1.to(dtype)
+    a1p[:F] = a1.to(dtype)
+    A2p[:F, :F] = A2.to(dtype)
+    return A1p, a1p, A2p, F, FP
+
+
+def _check_tiles(pos, pairs, row_ptr, col_perm, col_ptr, n_tiles, block):
+    R, N = int(pos.shape[0]), int(pos.shape[1])
+    if pos.dim() != 3 or pos.shape[2] != 3:
+        raise ValueError(f"flashschnet: positions must be [R, N, 3], got {tuple(pos.shape)}")
+    if n_tiles != (N + block - 1) // block:
+        raise ValueError(f"flashschnet: n_tiles={n_tiles} does not match N={N}, block={block}")
+    if block < 1 or block & (block - 1):
+        raise ValueError(f"flashschnet: block must be a power of two, got {block}")
+    if tuple(row_ptr.shape) != (R * n_tiles + 1,) or tuple(col_ptr.shape) != (R * n_tiles + 1,):
+        raise ValueError("flashschnet: row_ptr/col_ptr must have R*T+1 entries (tile list of other positions?)")
+    if pairs.dim() != 2 or pairs.shape[1] != 3:
+        raise ValueError(f"flashschnet: pairs must be [Q, 3], got {tuple(pairs.shape)}")
+    return R, N
+
+
+def basis_coeffs(kind: str, centers: torch.Tensor, widths: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(offsets, coeffs)`` of the launchers from mlcg buffers: gaussian ``(offset [K], coeff [])``,
+    expnormal ``(means [K], betas [K])``."""
+    K = int(centers.shape[0])
+    if kind == "gaussian":
+        return centers, widths.reshape(-1).expand(K).clone() if widths.numel() == 1 else widths
+    if kind == "expnormal":
+        return centers, -widths
+    raise ValueError(f"flashschnet: unknown basis {kind!r} (known: {', '.join(_BASES)})")
+
+
+def tile_args(tiles) -> tuple:
+    """``(pairs, row_ptr, col_perm, col_ptr, n_tiles, block)`` of a :class:`~flashschnet.neighbors.TileList`,
+    in the order the launchers take them."""
+    return (tiles.pairs, tiles.row_ptr, tiles.col_perm, tiles.col_ptr, int(tiles.n_tiles), int(tiles.block))
+
+
+def _i32(t: torch.Tensor) -> torch.Tensor:
+    return t.to(torch.int32).contiguous()
+
+
+# ------------------------------------------------------------------------------------------ flash_rbf
+
+
+@torch.library.custom_op("flashschnet::flash_rbf", mutates_args=())
+def flash_rbf(pos: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, offsets: torch.Tensor,
+              coeffs: torch.Tensor, rc_rbf: float, basis: str = "gaussian", alpha: float = 0.0,
+              rbf_env: bool = True, basis_lower: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Distances and radial basis of bead pairs in one pass.
+
+    pos [M, 3] (or [..., 3], flattened); src, dst [P] integer indices into the flattened beads.
+    Returns ``d = |pos[dst] - pos[src]|`` [P] and ``e`` [P, K] (envelope included), in the dtype of pos.
+    """
+    dtype = _dtype(pos)
+    _check_device(pos)
+    k = _kernels()
+    p = pos.reshape(-1, 3).contiguous()
+    P = int(src.shape[0])
+    mu, cf, K, KP, BASIS = _basis_args(offsets, coeffs, basis, dtype, pos.device)
+    scal = _scalars(0.0, rc_rbf, 0.0, alpha, basis_lower, dtype, pos.device)
+    d = _empty((P,), p)
+    e = _empty((P, K), p)
+    if P:
+        BLOCK_E = 32
+        k._flash_rbf_kernel[(triton_cdiv(P, BLOCK_E),)](
+            p, src.to(torch.int64).contiguous(), dst.to(torch.int64).contiguous(), mu, cf, scal, d, e, P,
+            K=K, KP=KP, BLOCK_E=BLOCK_E, BASIS=BASIS, RBF_ENV=bool(rbf_env))
+    return d, e
+
+
+@flash_rbf.register_fake
+def _(pos, src, dst, offsets, coeffs, rc_rbf, basis="gaussian", alpha=0.0, rbf_env=True, basis_lower=0.0):
+    P, K = src.shape[0], offsets.shape[0]
+    return pos.new_empty((P,)), pos.new_empty((P, K))
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+# ------------------------------------------------------------------------------------------ cfconv
+
+
+def _reduce(k, rowbuf, colbuf, col_perm, col_ptr, out, N, T, B, W, n_prog):
+    k._tile_reduce_kernel[(n_prog,)](rowbuf, colbuf, col_perm, col_ptr, out, N, T, B=B, W=W, WP=_pow2(W, 1))
+
+
+@torch.library.custom_op("flashschnet::cfconv_fwd", mutates_args=())
+def cfconv_fwd(pos: torch.Tensor, h: torch.Tensor, pairs: torch.Tensor, row_ptr: torch.Tensor,
+               col_perm: torch.Tensor, col_ptr: torch.Tensor, n_tiles: int, block: int,
+               A1: torch.Tensor, a1: torch.Tensor, A2: torch.Tensor, offsets: torch.Tensor, coeffs: torch.Tensor,
+               rc_graph: float, rc_rbf: float, rc_f: float, basis: str = "gaussian", alpha: float = 0.0,
+               rbf_env: bool = True, filt_env: bool = True, basis_lower: float = 0.0) -> torch.Tensor:
+    """``m_i = sum_{j != i, d_ij < rc_graph, same replica} W(d_ij) * h_j`` -> m [R, N, F].
+
+    pos [R, N, 3], h [R, N, F]; the tile list (built for these positions, or within its skin) as
+    ``tile_args(tiles)``; A1 [F, K], a1 [F], A2 [F, F]; basis ``offsets``/``coeffs`` [K] (module docstring).
+    """
+    dtype = _dtype(pos)
+    _check_device(pos)
+    k = _kernels()
+    R, N = _check_tiles(pos, pairs, row_ptr, col_perm, col_ptr, n_tiles, block)
+    T, B = int(n_tiles), int(block)
+    mu, cf, K, KP, BASIS = _basis_args(offsets, coeffs, basis, dtype, pos.device)
+    A1p, a1p, A2p, F, FP = _filter_args(A1, a1, A2, K, KP, dtype)
+    if tuple(h.shape) != (R, N, F):
+        raise ValueError(f"flashschnet: h must be [R={R}, N={N}, F={F}], got {tuple(h.shape)}")
+    scal = _scalars(rc_graph, rc_rbf, rc_f, alpha, basis_lower, dtype, pos.device)
+    p = pos.contiguous()
+    hh = h.to(dtype).contiguous()
+    Q = int(pairs.shape[0])
+    out = _empty((R, N, F), p)
+    rowbuf = _empty((R * T, B, F), p)
+    colbuf = _empty((max(Q, 1), B, F), p)
+    if R * T == 0:
+        return out
+    pr, rp, cp, cptr = _i32(pairs), _i32(row_ptr), _i32(col_perm), _i32(col_ptr)
+    k._cfconv_fwd_kernel[(R * T,)](
+        p, hh, pr, rp, rowbuf, colbuf, A1p, a1p, A2p, mu, cf, scal, N, T,
+        B=B, K=K, KP=KP, F=F, FP=FP, BASIS=BASIS, RBF_ENV=bool(rbf_env), FILT_ENV=bool(filt_env))
+    _reduce(k, rowbuf, colbuf, cp, cptr, out, N, T, B, F, R * T)
+    return out
+
+
+@cfconv_fwd.register_fake
+def _(pos, h, pairs, row_ptr, col_perm, col_ptr, n_tiles, block, A1, a1, A2, offsets, coeffs,
+      rc_graph, rc_rbf, rc_f, basis="gaussian", alpha=0.0, rbf_env=True, filt_env=True, basis_lower=0.0):
+    return pos.new_empty((pos.shape[0], pos.shape[1], A1.shape[0]))
+
+
+@torch.library.custom_op("flashschnet::cfconv_bwd_pos", mutates_args=())
+def cfconv_bwd_pos(pos: torch.Tensor, h: torch.Tensor, gm: torch.Tensor, pairs: torch.Tensor,
+                   row_ptr: torch.Tensor, col_perm: torch.Tensor, col_ptr: torch.Tensor, n_tiles: int,
+                   block: int, A1: torch.Tensor, a1: torch.Tensor, A2: torch.Tensor, offsets: torch.Tensor,
+                   coeffs: torch.Tensor, rc_graph: float, rc_rbf: float, rc_f: float, basis: str = "gaussian",
+                   alpha: float = 0.0, rbf_env: bool = True, filt_env: bool = True,
+                   basis_lower: float = 0.0) -> torch.Tensor:
+    """``dE/dpos`` [R, N, 3] through the distance dependence of the filters, given ``gm = dE/dm``
+    [R, N, F] (h and gm held fixed). Other arguments as :func:`cfconv_fwd`."""
+    dtype = _dtype(pos)
+    _check_device(pos)
+    k = _kernels()
+    R, N = _check_tiles(pos, pairs, row_ptr, col_perm, col_ptr, n_tiles, block)
+    T, B = int(n_tiles), int(block)
+    mu, cf, K, KP, BASIS = _basis_args(offsets, coeffs, basis, dtype, pos.device)
+    A1p, a1p, A2p, F, FP = _filter_args(A1, a1, A2, K, KP, dtype)
+    if tuple(h.shape) != (R, N, F) or tuple(gm.shape) != (R, N, F):
+        raise ValueError(f"flashschnet: h and gm must be [R={R}, N={N}, F={F}], got {tuple(h.shape)}, "
+                         f"{tuple(gm.shape)}")
+    scal = _scalars(rc_graph, rc_rbf, rc_f, alpha, basis_lower, dtype, pos.device)
+    p = pos.contiguous()
+    hh = h.to(dtype).contiguous()
+    gg = gm.to(dtype).contiguous()
+    Q = int(pairs.shape[0])
+    out = _empty((R, N, 3), p)
+    rowbuf = _empty((R * T, B, 3), p)
+    colbuf = _empty((max(Q, 1), B, 3), p)
+    if R * T == 0:
+        return out
+    pr, rp, cp, cptr = _i32(pairs), _i32(row_ptr), _i32(col_perm), _i32(col_ptr)
+    k._cfconv_bwd_pos_kernel[(R * T,)](
+        p, hh, gg, pr, rp, rowbuf, colbuf, A1p, a1p, A2p, mu, cf, scal, N, T,
+        B=B, K=K, KP=KP, F=F, FP=FP, BASIS=BASIS, RBF_ENV=bool(rbf_env), FILT_ENV=bool(filt_env))
+    _reduce(k, rowbuf, colbuf, cp, cptr, out, N, T, B, 3, R * T)
+    return out
+
+
+@cfconv_bwd_pos.register_fake
+def _(pos, h, gm, pairs, row_ptr, col_perm, col_ptr, n_tiles, block, A1, a1, A2, offsets, coeffs,
+      rc_graph, rc_rbf, rc_f, basis="gaussian", alpha=0.0, rbf_env=True, filt_env=True, basis_lower=0.0):
+    return pos.new_empty(pos.shape)
+
+
+# ------------------------------------------------------------------------------------------ autograd
+
+
+def _cfconv_setup_context(ctx, inputs, output):
+    ctx.inputs = inputs
+
+
+def _cfconv_backward(ctx, gm):
+    """Gradients of ``cfconv_fwd`` w.r.t. ``pos`` (the fused backward kernel) and ``h`` (the same aggregation
+    applied to ``gm``, as ``W`` is symmetric). Filter weights and basis parameters get no gradient: these
+    kernels serve energies and forces, not training; ``cfconv_bwd_pos`` itself is not differentiable."""
+    pos, h = ctx.inputs[0], ctx.inputs[1]
+    rest = ctx.inputs[2:]
+    gm = gm.contiguous()
+    gpos = cfconv_bwd_pos(pos, h, gm, *rest) if ctx.needs_input_grad[0] else None
+    gh = cfconv_fwd(pos, gm, *rest).to(h.dtype) if ctx.needs_input_grad[1] else None
+    return (gpos, gh) + (None,) * len(rest)
+
+
+cfconv_fwd.register_autograd(_cfconv_backward, setup_context=_cfconv_setup_context)

@@ -1,0 +1,87 @@
+"""``flashschnet::energy_forces``: one custom op per step for the fused backends.
+
+A TorchScript :class:`~flashschnet.nn.schnet.CGSchNet` with ``backend="torch"`` or ``"triton"`` (also the
+one inside an openmm-torch ``TorchForce``) calls this op once per step with its weights packed into a list
+(:meth:`CGSchNet.fused_params`); the op runs :func:`flashschnet.nn.fused.energy_forces_fused` with the
+backend's edge engine and returns energies and exact forces (no autograd). One call per step keeps the
+Python-op overhead (tens of microseconds) out of the inner loops.
+
+Engines keep state between calls (the Verlet neighbour list), keyed by the backend, the address of the
+weights (each TorchForce/Context holds its own copy of the module) and the positions' shape.
+
+Packed layout of ``params``: ``[embedding, basis_centers, basis_widths]`` + per block
+``[L1, L2, b2, L, b, A1, a1, A2]`` + the output MLP's ``[W, c]`` per hidden layer + ``[W_last]``.
+``ints = [n_blocks, n_hidden_out_layers, basis_kind (0 gaussian, 1 expnormal), rbf_env, filt_env]``,
+``floats = [alpha, basis_lower, rc_rbf, rc_filt, rc_graph, skin]``.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+import torch
+
+from ..nn.fused import BasisSpec, FilterWeights, NodeWeights, TorchPairEngine, energy_forces_fused
+
+_ENGINES: Dict[tuple, object] = {}
+_MAX_ENGINES = 64
+
+
+def _unpack(params: List[torch.Tensor], ints: List[int], floats: List[float]):
+    n_blocks, n_hidden, kind, rbf_env, filt_env = ints
+    alpha, lower, rc_rbf, rc_filt, rc_graph, _skin = floats
+    emb, centers, widths = params[0], params[1], params[2]
+    blocks, filters = [], []
+    k = 3
+    for _ in range(n_blocks):
+        L1, L2, b2, L, b, A1, a1, A2 = params[k:k + 8]
+        k += 8
+        blocks.append({"L1": L1, "L2": L2, "b2": b2, "L": L, "b": b})
+        filters.append(FilterWeights(A1=A1, a1=a1, A2=A2))
+    out = []
+    for _ in range(n_hidden):
+        out.append((params[k], params[k + 1]))
+        k += 2
+    out.append((params[k], None))
+    basis = BasisSpec(kind="gaussian" if kind == 0 else "expnormal", centers=centers, widths=widths, alpha=alpha,
+                      lower=lower, rbf_env=bool(rbf_env), rc_rbf=rc_rbf, filt_env=bool(filt_env), rc_filt=rc_filt,
+                      rc_graph=rc_graph)
+    return NodeWeights(embedding=emb, blocks=blocks, out=out), basis, filters
+
+
+def _engine(backend: str, params, ints, floats, positions):
+    key = (backend, params[0].data_ptr(), params[0].device.type, tuple(positions.shape), positions.dtype)
+    eng = _ENGINES.get(key)
+    if eng is None:
+        _, basis, filters = _unpack(params, ints, floats)
+        if backend == "torch":
+            eng = TorchPairEngine(basis, filters, skin=floats[5])
+        else:
+            from .triton_engine import TritonTileEngine
+
+            eng = TritonTileEngine(basis, filters, skin=floats[5])
+        if len(_ENGINES) >= _MAX_ENGINES:
+            _ENGINES.pop(next(iter(_ENGINES)))
+        _ENGINES[key] = eng
+    return eng
+
+
+@torch.library.custom_op("flashschnet::energy_forces", mutates_args=())
+def energy_forces(positions: torch.Tensor, bead_types: torch.Tensor, params: List[torch.Tensor],
+                  ints: List[int], floats: List[float], backend: str) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Energies ``[R]`` and forces ``[R, N, 3]`` of a CGSchNet (model units) for positions ``[R, N, 3]``."""
+    with torch.no_grad():
+        eng = _engine(backend, params, ints, floats, positions)
+        weights, _, _ = _unpack(params, ints, floats)
+        e, f = energy_forces_fused(weights, positions.contiguous(), bead_types, eng)
+    return e, f
+
+
+@energy_forces.register_fake
+def _(positions, bead_types, params, ints, floats, backend):
+    R, N = positions.shape[0], positions.shape[1]
+    return positions.new_empty((R,)), positions.new_empty((R, N, 3))
+
+
+def clear_engine_cache() -> None:
+    """Forget all neighbour-list state (tests, or after moving a model between devices)."""
+    _ENGINES.clear()

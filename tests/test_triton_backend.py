@@ -1,0 +1,96 @@
+"""The whole model on the fused Triton kernels (backend="triton"; on CPU under TRITON_INTERPRET=1, set by
+conftest.py): energies and exact forces vs mlcg's oracle, the reference backend and finite differences;
+TorchScript and an OpenMM TorchForce calling the custom op; determinism."""
+from __future__ import annotations
+
+import numpy as np
+import openmm
+import openmm.unit as u
+import pytest
+import torch
+
+from conftest import oracle_path
+from flashschnet import load_model
+from flashschnet.nn.fused import energy_forces_fused, unpack
+from flashschnet.ops.triton_engine import TritonTileEngine
+
+pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def fixture_a():
+    return torch.load(oracle_path("mlcg_schnet_A.pt"), weights_only=True)
+
+
+def _rel(a, b):
+    return float((a.double() - b.double()).abs().max() / b.double().abs().max())
+
+
+@pytest.mark.parametrize("dtype, tol_e, tol_f", [(torch.float64, 1e-10, 1e-10), (torch.float32, 1e-5, 1e-4)])
+def test_triton_backend_matches_mlcg_oracle(fixture_a, dtype, tol_e, tol_f):
+    m = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=dtype, backend="triton")
+    pos = fixture_a["positions_A"][[0, 2, 5]].to(dtype)                  # 3 replicas
+    e, f = m.energy_forces(pos, fixture_a["bead_types"])
+    assert _rel(e, fixture_a["energies_kcal_mol"][[0, 2, 5]]) < tol_e
+    assert _rel(f, fixture_a["forces_kcal_mol_A"][[0, 2, 5]]) < tol_f
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_tiny_molecules_match_reference(n):
+    ref = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="reference")
+    tri = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="triton")
+    pos = torch.randn(2, n, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(n)) * 3.0
+    types = torch.tensor([21, 22, 6][:n])
+    e1, f1 = ref.energy_forces(pos, types)
+    e2, f2 = tri.energy_forces(pos, types)
+    assert float((e1 - e2).abs().max()) < 1e-12 * max(1.0, float(e1.abs().max()))
+    assert float((f1 - f2).abs().max()) < 1e-11 * max(1.0, float(f1.abs().max()))
+
+
+def test_forces_match_finite_differences(fixture_a):
+    m = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="triton")
+    pos = fixture_a["positions_A"][6:7].clone()
+    types = fixture_a["bead_types"]
+    _, f = m.energy_forces(pos, types)
+    h = 1e-5
+    for i, a in [(2, 0), (31, 2)]:
+        p, q = pos.clone(), pos.clone()
+        p[0, i, a] += h
+        q[0, i, a] -= h
+        fd = -(m.energy_forces(p, types)[0] - m.energy_forces(q, types)[0]) / (2 * h)
+        assert abs(float(fd) - float(f[0, i, a])) < 1e-7 * max(1.0, abs(float(f[0, i, a])))
+
+
+def test_deterministic_and_skin_reuse(fixture_a):
+    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float32, backend="triton")
+    weights, basis, filters = unpack(model)
+    eng = TritonTileEngine(basis, filters, skin=2.0, block=8)
+    pos = fixture_a["positions_A"][:2].float()
+    types = fixture_a["bead_types"]
+    e1, f1 = energy_forces_fused(weights, pos, types, eng)
+    e2, f2 = energy_forces_fused(weights, pos + 0.05, types, eng)       # within the skin: no rebuild
+    e3, f3 = energy_forces_fused(weights, pos, types, eng)
+    assert eng.builds == 1
+    assert torch.equal(e1, e3) and torch.equal(f1, f3)                  # bitwise repeatable
+
+
+def test_torchscript_and_torchforce_call_the_custom_op(fixture_a):
+    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="triton")
+    types = fixture_a["bead_types"]
+    pos = fixture_a["positions_A"][:2]
+    scripted = torch.jit.script(model)
+    e, f = scripted.energy_forces(pos, types)
+    assert _rel(f, fixture_a["forces_kcal_mol_A"][:2]) < 1e-10
+    from flashschnet.openmm.force import add_network_force
+
+    system = openmm.System()
+    for _ in range(2 * len(types)):
+        system.addParticle(12.0)
+    add_network_force(system, model, types, 2)
+    ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("Reference"))
+    ctx.setPositions((pos.reshape(-1, 3) * 0.1).numpy())
+    st = ctx.getState(getEnergy=True, getForces=True)
+    energy = st.getPotentialEnergy().value_in_unit(u.kilojoule_per_mole) / 4.184
+    forces = st.getForces(asNumpy=True).value_in_unit(u.kilojoule_per_mole / u.nanometer) / 41.84
+    assert abs(energy - float(fixture_a["energies_kcal_mol"][:2].sum())) < 1e-9
+    assert np.abs(forces - fixture_a["forces_kcal_mol_A"][:2].reshape(-1, 3).numpy()).max() < 1e-9
