@@ -28,8 +28,10 @@ setup(
     packages=[
         "flashschnet",
         "flashschnet.cg",
+        "flashschnet.kernels",
         "flashschnet.nn",
         "flashschnet.ops",
+        "flashschnet.reference",
         "flashschnet.openmm",
         "flashschnet.scripts",
     ],
@@ -38,6 +40,8 @@ setup(
         "flashschnet.cg": "model/cg",
         "flashschnet.nn": "model/nn",
         "flashschnet.ops": "model/ops",
+        "flashschnet.kernels": "model/kernels",
+        "flashschnet.reference": "model/reference",
         "flashschnet.openmm": "plugin",
         "flashschnet.scripts": "scripts",
     },
@@ -46,6 +50,7 @@ setup(
     entry_points={
         "console_scripts": [
             "flashschnet-simulate = flashschnet.scripts.simulate:main",
+            "flashschnet-benchmark = flashschnet.scripts.benchmark:main",
         ],
     },
 )

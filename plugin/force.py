@@ -78,12 +78,43 @@ def create_torch_force(module: torch.jit.ScriptModule, force_group: int = 0) -> 
     return force
 
 
-def add_network_force(system, model, bead_types, replicas: int = 1, force_group: int = 0):
-    """Add the network to ``system`` as a TorchForce over ``replicas`` packed copies; returns the force."""
+def create_python_force(model, bead_types, replicas: int = 1, force_group: int = 0) -> "openmm.PythonForce":
+    """The network as an ``openmm.PythonForce`` (no openmm-torch needed; e.g. with a PyTorch that
+    openmm-torch does not support). Each evaluation copies positions and forces between OpenMM and PyTorch
+    in Python, so it is slower than a TorchForce for small systems; the numbers are the same."""
+    module = OpenMMNetwork(model, bead_types, replicas)
+    device = next(model.parameters()).device
+    nm = openmm.unit.nanometer
+
+    def compute(state):
+        pos = torch.from_numpy(state.getPositions(asNumpy=True).value_in_unit(nm)).to(device)
+        energy, forces = module(pos)
+        return float(energy), forces.detach().cpu().double().numpy()
+
+    force = openmm.PythonForce(compute)
+    force.setForceGroup(force_group)
+    force.setName("CGSchNet")
+    return force
+
+
+NETWORK_FORCES = ("torch", "python")
+
+
+def add_network_force(system, model, bead_types, replicas: int = 1, force_group: int = 0, kind: str = "torch"):
+    """Add the network to ``system`` over ``replicas`` packed copies; returns the force.
+
+    ``kind="torch"``: an openmm-torch TorchForce (TorchScript; the default). ``kind="python"``: an
+    ``openmm.PythonForce`` calling the model from Python.
+    """
     n = len(bead_types) * replicas
     if system.getNumParticles() != n:
         raise ValueError(f"the System has {system.getNumParticles()} particles; {replicas} replicas of "
                          f"{len(bead_types)} beads need {n}")
-    force = create_torch_force(network_module(model, bead_types, replicas), force_group)
+    if kind == "torch":
+        force = create_torch_force(network_module(model, bead_types, replicas), force_group)
+    elif kind == "python":
+        force = create_python_force(model, bead_types, replicas, force_group)
+    else:
+        raise ValueError(f"network force kind {kind!r}: use one of {NETWORK_FORCES}")
     system.addForce(force)
     return force

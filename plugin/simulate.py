@@ -57,6 +57,7 @@ class RunSettings:
     priors: Optional[str] = None                   # a prior file overriding the model's priors
     precision: str = "single"                      # network dtype: single | double
     backend: Optional[str] = None
+    network_force: str = "torch"                   # torch (TorchForce) | python (openmm.PythonForce)
     threads: Optional[int] = None
     max_force: float = 1.0e5                       # kJ/mol/nm
 
@@ -78,6 +79,8 @@ class RunSettings:
         if self.checkpoint_interval < 1 or self.checkpoint_interval % self.report_interval:
             raise InputError(f"--checkpoint-interval {self.checkpoint_interval} must be a positive multiple of "
                              f"--report-interval {self.report_interval}")
+        if self.network_force not in ("torch", "python"):
+            raise InputError(f"--network-force must be torch or python, got {self.network_force!r}")
         if self.precision not in ("single", "double"):
             raise InputError(f"--precision must be single or double, got {self.precision!r}")
         names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
@@ -149,7 +152,7 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
 
     # 3. System, integrator, Simulation --------------------------------------------------------------------
     R, N = s.replicas, mol.n_beads
-    system = build_system(mol, model, replicas=R, priors=priors)
+    system = build_system(mol, model, replicas=R, priors=priors, network_force=s.network_force)
     echo(f"note: network backend {model.backend} ({device}, {s.precision} precision)")
     dt_ps = (s.dt_fs * u.femtosecond).value_in_unit(u.picosecond)
     integrator = openmm.LangevinMiddleIntegrator(s.temperature_K * u.kelvin, s.friction_per_ps / u.picosecond,

@@ -16,7 +16,7 @@ import openmm
 import torch
 
 from ..errors import InputError
-from .force import create_torch_force, network_module
+from .force import create_python_force, create_torch_force, network_module
 from .units import conversion_factors
 
 #: force groups, so energies can be split with ``getState(groups=...)``
@@ -43,7 +43,8 @@ def check_compatible(mol, model) -> None:
     model.check_bead_types(mol.bead_types, mol.source or "the structure")
 
 
-def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, module=None) -> openmm.System:
+def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, module=None,
+                 network_force: str = "torch") -> openmm.System:
     """An OpenMM System for ``replicas`` packed copies of the CG molecule ``mol``.
 
     Parameters
@@ -59,6 +60,8 @@ def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, m
     module : ScriptModule, optional
         A ready :func:`~flashschnet.openmm.force.network_module` to reuse (it must be made for the same
         number of replicas).
+    network_force : str
+        ``"torch"`` (an openmm-torch TorchForce, default) or ``"python"`` (an ``openmm.PythonForce``).
 
     Returns
     -------
@@ -74,9 +77,13 @@ def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, m
             system.addParticle(float(m))
     if model is not None:
         check_compatible(mol, model)
-        if module is None:
-            module = network_module(model, torch.as_tensor(mol.bead_types, dtype=torch.long), replicas)
-        system.addForce(create_torch_force(module, NETWORK_GROUP))
+        types = torch.as_tensor(mol.bead_types, dtype=torch.long)
+        if network_force == "python":
+            system.addForce(create_python_force(model, types, replicas, NETWORK_GROUP))
+        else:
+            if module is None:
+                module = network_module(model, types, replicas)
+            system.addForce(create_torch_force(module, NETWORK_GROUP))
     prior_set = _resolve_priors(model, priors)
     if prior_set is not None:
         from .priors import add_prior_forces

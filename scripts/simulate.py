@@ -40,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=["reference", "torch", "triton"], default=None,
                    help="network implementation: reference (mlcg-style autograd), torch (fused CPU path), "
                         "triton (fused GPU kernels); default triton on CUDA, torch otherwise")
+    p.add_argument("--network-force", choices=["torch", "python"], default="torch",
+                   help="how OpenMM calls the network: torch (openmm-torch TorchForce, default) or python "
+                        "(openmm.PythonForce, no openmm-torch needed)")
     p.add_argument("--threads", type=int, default=None, help="PyTorch CPU threads (default: PyTorch's)")
     p.add_argument("--max-force", type=float, default=1.0e5,
                    help="stop when a force component exceeds this, kJ/mol/nm (default 1e5)")
@@ -59,7 +62,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         platform=args.platform, seed=args.seed, dt_fs=args.dt, temperature_K=args.temperature,
         friction_per_ps=args.friction, report_interval=args.report_interval,
         checkpoint_interval=args.checkpoint_interval, mapping=args.mapping, priors=args.priors,
-        precision=args.precision, backend=args.backend, threads=args.threads, max_force=args.max_force,
+        precision=args.precision, backend=args.backend, network_force=args.network_force, threads=args.threads, max_force=args.max_force,
     )
     err = lambda msg: print(f"flashschnet-simulate: {msg}", file=sys.stderr)  # noqa: E731
     try:

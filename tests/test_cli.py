@@ -163,3 +163,9 @@ def test_entry_point_run_without_traceback(tmp_path):
     assert res.returncode == 2
     lines = [ln for ln in res.stderr.splitlines() if "simtk.openmm" not in ln]
     assert "Traceback" not in res.stderr and len(lines) == 1 and "no protein residues" in lines[0]
+
+
+def test_python_force_run(tmp_path):
+    rc, out = _run(tmp_path, "py", "--network-force", "python", steps=10)
+    assert rc == 0
+    assert md.load(str(out / "replica_000.dcd"), top=str(out / "topology.pdb")).n_frames == 1

@@ -7,7 +7,7 @@ import torch
 
 from conftest import EXAMPLES, oracle_path
 from flashschnet import load_model, map_pdb
-from flashschnet.neighbors import NeighborListOverflow, VerletList, pair_list, tile_pairs
+from flashschnet.neighbors import NeighborListOverflow, VerletList, pair_list, tile_pairs, tile_pairs_fixed
 from flashschnet.nn.fused import TorchPairEngine, energy_forces_fused, unpack
 from flashschnet.ops.fused import clear_engine_cache
 
@@ -175,3 +175,24 @@ def test_tile_list_covers_every_pair():
         assert bool((rows[:, 0] * T + rows[:, 1] == g).all())
         cols = pairs[tl.col_perm[tl.col_ptr[g]:tl.col_ptr[g + 1]].long()]
         assert bool((cols[:, 0] * T + cols[:, 2] == g).all()) and bool((cols[:, 1] < cols[:, 2]).all())
+
+
+def test_fixed_capacity_tile_list_equals_the_exact_one():
+    torch.manual_seed(4)
+    steps = torch.randn(3, 45, 3, dtype=torch.float64)
+    pos = torch.cumsum(3.8 * steps / steps.norm(dim=-1, keepdim=True), dim=1)
+    exact = tile_pairs(pos, block=8, cutoff=10.0, skin=1.0)
+    fixed, overflow = tile_pairs_fixed(pos, block=8, cutoff=10.0, skin=1.0)
+    assert not bool(overflow)
+    T = exact.n_tiles
+    assert fixed.pairs.shape[0] == 3 * T * (T + 1) // 2                # fixed shape: every tile pair fits
+    Q = exact.n_entries
+    assert torch.equal(fixed.pairs[:Q], exact.pairs) and torch.equal(fixed.row_ptr, exact.row_ptr)
+    assert torch.equal(fixed.col_ptr, exact.col_ptr)
+    Qc = exact.col_perm.shape[0]
+    assert torch.equal(fixed.col_perm[:Qc], exact.col_perm)
+    # a capacity that is too small is reported, and the CSR stays inside the buffer
+    small, overflow = tile_pairs_fixed(pos, block=8, cutoff=10.0, skin=1.0, capacity=Q - 3)
+    assert bool(overflow) and int(small.row_ptr.max()) <= Q - 3
+    _, ok = tile_pairs_fixed(pos, block=8, cutoff=10.0, skin=1.0, capacity=Q)
+    assert not bool(ok)

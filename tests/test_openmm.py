@@ -199,3 +199,20 @@ def test_network_module_replica_energies(fixture_a):
     pos_nm = fixture_a["positions_A"][:3].reshape(-1, 3) * 0.1
     e = mod.replica_energies(pos_nm)
     assert torch.allclose(e / 4.184, fixture_a["energies_kcal_mol"][:3], rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("platform", platforms())
+def test_python_force_equals_torch_force(fixture_a, platform):
+    """openmm.PythonForce (no openmm-torch) gives the TorchForce's numbers."""
+    mol = _chignolin(fixture_a)
+    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64)
+    pos = replica_positions_nm(mol, 2, fixture_a["positions_A"][:2].numpy())
+    out = []
+    for kind in ("torch", "python"):
+        system = build_system(mol, model, replicas=2, priors=None, network_force=kind)
+        ctx = _context(system, platform)
+        ctx.setPositions(pos)
+        out.append(_energy_forces(ctx))
+    tol = 1e-12 if platform == "Reference" else 1e-5
+    assert out[1][0] == pytest.approx(out[0][0], rel=tol)
+    assert np.abs(out[1][1] - out[0][1]).max() <= tol * np.abs(out[0][1]).max()

@@ -1,8 +1,16 @@
 """The ``"triton"`` backend's edge engine: the fused Triton kernels of :mod:`flashschnet.ops.flash` behind
 the engine interface of :mod:`flashschnet.nn.fused` (``prepare`` / ``aggregate`` / ``backward``).
 
-The tile list (:func:`flashschnet.neighbors.tile_pairs`) is built with a Verlet skin and rebuilt only
-when a bead moved more than half of it since the last build.
+Two ways to keep the tile list (:mod:`flashschnet.neighbors`) current:
+
+* ``rebuild="skin"`` -- built with a Verlet skin and rebuilt only when a bead moved more than half of it
+  since the last build (the check reads one number back to the host each step);
+* ``rebuild="always"`` -- rebuilt on the device every step by :func:`~flashschnet.neighbors.tile_pairs_fixed`
+  (an ``O(R T^2)`` sphere test and a sort: negligible next to the kernels) into buffers of fixed capacity,
+  with no host synchronisation, so a step can be captured in a CUDA graph. Its overflow flag is checked by
+  :meth:`TritonTileEngine.check_overflow` (with the default capacity it cannot overflow).
+
+The default is ``"always"`` on CUDA and ``"skin"`` elsewhere.
 """
 from __future__ import annotations
 
@@ -10,7 +18,7 @@ from typing import List, Optional
 
 import torch
 
-from ..neighbors import tile_pairs
+from ..neighbors import NeighborListOverflow, tile_pairs, tile_pairs_fixed
 from ..nn.fused import BasisSpec, FilterWeights
 from .flash import basis_coeffs, cfconv_bwd_pos, cfconv_fwd, tile_args
 
@@ -18,8 +26,13 @@ from .flash import basis_coeffs, cfconv_bwd_pos, cfconv_fwd, tile_args
 class TritonTileEngine:
     """Edge engine on tiles of ``block`` consecutive beads (a power of two)."""
 
-    def __init__(self, basis: BasisSpec, filters: List[FilterWeights], skin: float = 2.0, block: int = 16):
+    def __init__(self, basis: BasisSpec, filters: List[FilterWeights], skin: float = 2.0, block: int = 16,
+                 rebuild: Optional[str] = None, capacity: Optional[int] = None):
         self.basis, self.filters, self.skin, self.block = basis, filters, float(skin), int(block)
+        if rebuild not in (None, "skin", "always"):
+            raise ValueError(f"rebuild must be 'skin' or 'always', got {rebuild!r}")
+        self.rebuild, self.capacity = rebuild, capacity
+        self.overflow: Optional[torch.Tensor] = None
         self.offsets, self.coeffs = basis_coeffs(basis.kind, basis.centers, basis.widths)
         self.ref: Optional[torch.Tensor] = None
         self.tiles = None
@@ -33,11 +46,21 @@ class TritonTileEngine:
     def prepare(self, positions: torch.Tensor) -> None:
         self.R, self.N = positions.shape[0], positions.shape[1]
         self.pos = positions.contiguous()
-        if self.tiles is None or self._needs_rebuild(positions):
+        mode = self.rebuild or ("always" if positions.is_cuda else "skin")
+        if mode == "always":
+            self.tiles, self.overflow = tile_pairs_fixed(positions, self.block, self.basis.rc_graph, 0.0, self.capacity)
+            self.builds += 1
+        elif self.tiles is None or self._needs_rebuild(positions):
             self.tiles = tile_pairs(positions, self.block, self.basis.rc_graph, self.skin)
             self.ref = positions.detach().clone()
             self.builds += 1
         self.targs = tile_args(self.tiles)
+
+    def check_overflow(self) -> None:
+        """Raise :class:`~flashschnet.neighbors.NeighborListOverflow` if the last fixed-capacity build
+        overflowed (reads the device flag: call it outside captured regions, e.g. once per report)."""
+        if self.overflow is not None and bool(self.overflow):
+            raise NeighborListOverflow(f"tile list overflowed its capacity {self.capacity}; raise the capacity")
 
     def _args(self, t: int):
         f, b = self.filters[t], self.basis

@@ -1,0 +1,85 @@
+"""flashschnet-benchmark: --help through the console entry point, and a tiny end-to-end run (trp-cage,
+R = 1, 2, both CPU backends, a 2-step OpenMM run) checking the JSON and the printed table."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import EXAMPLES
+from flashschnet.scripts.benchmark import main
+
+ENTRY = Path(sys.executable).parent / "flashschnet-benchmark"
+
+
+def test_help_through_the_console_entry_point():
+    assert ENTRY.exists(), f"console entry point not installed at {ENTRY}"
+    res = subprocess.run([str(ENTRY), "--help"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    for flag in ("--pdb", "--model", "--replicas", "--backends", "--device", "--dtype", "--repeats", "--warmup",
+                 "--openmm-steps", "--openmm-replicas", "--threads", "--out", "--max-memory-gb"):
+        assert flag in res.stdout
+    assert "_worker" not in res.stdout
+
+
+def test_tiny_run_writes_json_and_table(tmp_path, capsys):
+    out = tmp_path / "b.json"
+    rc = main(["--pdb", str(EXAMPLES / "1L2Y_trpcage.pdb"), "--replicas", "1,2", "--repeats", "1", "--warmup", "1",
+               "--openmm-steps", "2", "--openmm-replicas", "1", "--threads", "1", "--device", "cpu",
+               "--out", str(out)])
+    assert rc == 0
+    captured = capsys.readouterr()
+    report = json.loads(out.read_text())
+
+    assert set(report) >= {"machine", "settings", "results", "ratios", "openmm"}
+    m = report["machine"]
+    for key in ("cpu_model", "cores", "torch_version", "threads", "device_name"):
+        assert key in m
+    assert m["threads"] == 1 and m["device"] == "cpu"
+    s = report["settings"]
+    assert s["replicas"] == [1, 2] and s["backends"] == ["reference", "torch"] and s["repeats"] == 1
+    assert s["n_beads"] > 0
+
+    results = {(r["backend"], r["replicas"]): r for r in report["results"]}
+    assert set(results) == {("reference", 1), ("torch", 1), ("reference", 2), ("torch", 2)}
+    for (backend, R), r in results.items():
+        assert r["status"] == "ok", r
+        assert r["median_ms"] > 0 and r["min_ms"] > 0 and len(r["times_ms"]) == 1
+        assert r["ns_per_day_per_replica"] > 0
+        assert abs(r["ns_per_day_aggregate"] - R * r["ns_per_day_per_replica"]) < 1e-9 * r["ns_per_day_aggregate"]
+        assert abs(r["ns_per_day_per_replica"] - 4e-6 * 86400 / (r["median_ms"] / 1e3)) < 1e-6 * r["ns_per_day_per_replica"]
+        assert r["peak_extra_mb"] >= 0 and r["outputs_finite"]
+
+    ratios = {(q["backend"], q["replicas"]): q for q in report["ratios"]}
+    assert set(ratios) == {("torch", 1), ("torch", 2)}
+    for (backend, R), q in ratios.items():
+        ref, r = results[("reference", R)], results[(backend, R)]
+        assert abs(q["speedup_vs_reference"] - ref["median_ms"] / r["median_ms"]) < 1e-9 * q["speedup_vs_reference"]
+        assert q["memory_pct_of_reference"] is None or q["memory_pct_of_reference"] > 0
+
+    assert [o["backend"] for o in report["openmm"]] == ["reference", "torch"]
+    for o in report["openmm"]:
+        assert o["status"] == "ok", o
+        assert o["replicas"] == 1 and o["steps"] == 2
+        assert o["ms_per_step"] > 0 and o["ns_per_day_aggregate"] > 0
+
+    table = captured.out
+    for text in ("median ms", "ns/day", "peak extra MB", "speed-up vs ref", "reference", "torch", "OpenMM"):
+        assert text in table
+    assert "R=1" in captured.err and "R=2" in captured.err  # a progress line per configuration
+
+
+def test_memory_limit_skips_with_a_prediction(tmp_path, capsys):
+    out = tmp_path / "b.json"
+    rc = main(["--pdb", str(EXAMPLES / "1L2Y_trpcage.pdb"), "--replicas", "1,4", "--backends", "reference",
+               "--repeats", "1", "--warmup", "0", "--openmm-steps", "0", "--threads", "1", "--device", "cpu",
+               "--max-memory-gb", "0.000001", "--out", str(out)])
+    assert rc == 0
+    report = json.loads(out.read_text())
+    r1, r4 = report["results"]
+    assert r1["status"] == "ok"
+    assert r4["status"] == "skipped" and "predicted" in r4["reason"] and "limit" in r4["reason"]
+    assert "median_ms" not in r4  # a prediction is never shown as a measurement
+    assert report["openmm"] == [] and report["ratios"] == []
+    assert "skipped: predicted" in capsys.readouterr().out
