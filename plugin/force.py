@@ -18,7 +18,6 @@ import torch
 from torch import nn
 
 import openmm  # noqa: F401  (import order: torch first, then openmm/openmmtorch)
-import openmmtorch
 
 from .units import conversion_factors
 
@@ -70,7 +69,10 @@ def network_module(model, bead_types, replicas: int = 1) -> torch.jit.ScriptModu
 
 def create_torch_force(module: torch.jit.ScriptModule, force_group: int = 0) -> "openmmtorch.TorchForce":
     """A ``TorchForce`` running ``module`` (from :func:`network_module`), with forces returned by the
-    module (``setOutputsForces(True)``)."""
+    module (``setOutputsForces(True)``). openmm-torch is imported here, not at module import, so the rest of
+    :mod:`flashschnet.openmm` (e.g. the PythonForce path) works where openmm-torch is absent."""
+    import openmmtorch
+
     force = openmmtorch.TorchForce(module)
     force.setOutputsForces(True)
     force.setForceGroup(force_group)

@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=2, help="untimed calls (and OpenMM steps) first (default 2)")
     p.add_argument("--openmm-steps", type=int, default=20, help="timed OpenMM steps per backend; 0 disables (default 20)")
     p.add_argument("--openmm-replicas", type=int, default=8, help="replicas packed in the OpenMM System (default 8)")
+    p.add_argument("--openmm-force", choices=["torch", "python"], default="torch",
+                   help="network force in the OpenMM run: torch (openmm-torch TorchForce, default) or python "
+                        "(openmm.PythonForce: no openmm-torch needed)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's default)")
     p.add_argument("--max-memory-gb", type=float, default=16.0,
                    help="skip a configuration predicted to need more peak extra memory than this (default 16)")
@@ -228,7 +231,7 @@ def _worker_openmm(cfg: Dict[str, Any]) -> Dict[str, Any]:
     dtype = getattr(torch, cfg["dtype"])
     model = flashschnet.load_model(cfg["model"], backend=cfg["backend"], dtype=dtype, device=device)
     mol = flashschnet.map_pdb(cfg["pdb"])
-    system = build_system(mol, model, replicas=R, priors=None)
+    system = build_system(mol, model, replicas=R, priors=None, network_force=cfg.get("network_force", "torch"))
     integrator = openmm.LangevinMiddleIntegrator(300 * unit.kelvin, 1 / unit.picosecond, 4 * unit.femtosecond)
     integrator.setRandomNumberSeed(SEED)
     name = "CUDA" if device.startswith("cuda") else "CPU"
@@ -449,7 +452,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "pdb": str(pdb), "pdb_name": pdb.name, "n_beads": n_beads, "model": str(model),
         "replicas": replicas, "backends": backends, "device": device, "dtype": args.dtype,
         "repeats": args.repeats, "warmup": args.warmup, "openmm_steps": args.openmm_steps,
-        "openmm_replicas": args.openmm_replicas, "threads": threads, "max_memory_gb": args.max_memory_gb,
+        "openmm_replicas": args.openmm_replicas, "openmm_force": args.openmm_force, "threads": threads, "max_memory_gb": args.max_memory_gb,
         "timestep_fs": 4.0, "displacement_angstrom": DISPLACEMENT_A, "seed": SEED,
         "command": "flashschnet-benchmark " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
@@ -490,7 +493,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.openmm_steps > 0:
         R = args.openmm_replicas
         for backend in backends:
-            entry = {"backend": backend, "replicas": R, "steps": args.openmm_steps}
+            entry = {"backend": backend, "replicas": R, "steps": args.openmm_steps, "network_force": args.openmm_force}
             if backend == "triton" and device != "cuda":
                 entry.update(status="skipped", error="triton needs CUDA")
                 report["openmm"].append(entry)
@@ -504,7 +507,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 continue
             _log(f"{backend:>9} OpenMM R={R} {args.openmm_steps} steps ...")
             out = _run_worker(dict(base_cfg, kind="openmm", backend=backend, replicas=R,
-                                   warmup=args.warmup, steps=args.openmm_steps))
+                                   warmup=args.warmup, steps=args.openmm_steps, network_force=args.openmm_force))
             entry.update(out)
             report["openmm"].append(entry)
             if entry["status"] == "ok":

@@ -83,3 +83,13 @@ def test_memory_limit_skips_with_a_prediction(tmp_path, capsys):
     assert "median_ms" not in r4  # a prediction is never shown as a measurement
     assert report["openmm"] == [] and report["ratios"] == []
     assert "skipped: predicted" in capsys.readouterr().out
+
+
+def test_openmm_run_through_python_force(tmp_path):
+    out = tmp_path / "py.json"
+    rc = main(["--pdb", "examples/1L2Y_trpcage.pdb", "--replicas", "1", "--backends", "torch", "--repeats", "1",
+               "--warmup", "1", "--openmm-steps", "2", "--openmm-replicas", "1", "--openmm-force", "python",
+               "--out", str(out)])
+    assert rc == 0
+    report = json.loads(out.read_text())
+    assert report["openmm"][0]["status"] == "ok" and report["openmm"][0]["network_force"] == "python"

@@ -95,7 +95,7 @@ class TorchPairEngine:
         Pairs processed at once; peak extra memory is O(chunk * (K + 4F)).
     """
 
-    def __init__(self, basis: BasisSpec, filters: List[FilterWeights], skin: float = 2.0, chunk: int = 4096,
+    def __init__(self, basis: BasisSpec, filters: List[FilterWeights], skin: float = 2.0, chunk: int = 2048,
                  verlet: Optional[VerletList] = None):
         self.basis, self.filters, self.chunk = basis, filters, int(chunk)
         self.verlet = verlet if verlet is not None else VerletList(basis.rc_graph, skin)
@@ -114,6 +114,9 @@ class TorchPairEngine:
             rij = self.pos.index_select(0, i) - self.pos.index_select(0, j)      # r_i - r_j
             d = torch.linalg.vector_norm(rij, dim=-1)
             keep = d < self.basis.rc_graph
+            if not bool(keep.all()):          # drop the skin shell's pairs before the expensive part
+                sel = keep.nonzero(as_tuple=True)[0]
+                i, j, rij, d, keep = i[sel], j[sel], rij[sel], d[sel], keep[sel]
             yield i, j, rij, d, keep
 
     def _filter(self, t: int, d: torch.Tensor, keep: torch.Tensor, need_grad: bool):
