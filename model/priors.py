@@ -23,7 +23,6 @@ This module never imports openmm; :mod:`flashschnet.openmm.priors` turns a :clas
 """
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union

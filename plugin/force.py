@@ -12,7 +12,7 @@ uses only built-in ops.
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import TYPE_CHECKING, Tuple
 
 import torch
 from torch import nn
@@ -20,6 +20,9 @@ from torch import nn
 import openmm  # noqa: F401  (import order: torch first, then openmm/openmmtorch)
 
 from .units import conversion_factors
+
+if TYPE_CHECKING:  # openmm-torch is imported lazily (see create_torch_force)
+    import openmmtorch
 
 
 class OpenMMNetwork(nn.Module):

@@ -23,7 +23,6 @@ import time
 from typing import Callable, List, Optional, Sequence
 
 import numpy as np
-import openmm
 import openmm.app as app
 import openmm.unit as u
 

@@ -37,3 +37,16 @@ def platforms():
     import openmm
 
     return [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
+
+
+@pytest.fixture(scope="session")
+def fixture_a():
+    """mlcg oracle fixture A (StandardSchNet on chignolin; see tests/data/oracles/README.txt)."""
+    return torch.load(oracle_path("mlcg_schnet_A.pt"), weights_only=True)
+
+
+def rel_error(a, b) -> float:
+    """max |a - b| / max |b|, in float64 (tensors or arrays)."""
+    a = torch.as_tensor(a).detach().double()
+    b = torch.as_tensor(b).detach().double()
+    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-300))

@@ -5,20 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import EXAMPLES, oracle_path
+from conftest import EXAMPLES, oracle_path, rel_error
 from flashschnet import load_model, map_pdb
 from flashschnet.neighbors import NeighborListOverflow, VerletList, pair_list, tile_pairs, tile_pairs_fixed
 from flashschnet.nn.fused import TorchPairEngine, energy_forces_fused, unpack
 from flashschnet.ops.fused import clear_engine_cache
 
 
-@pytest.fixture(scope="module")
-def fixture_a():
-    return torch.load(oracle_path("mlcg_schnet_A.pt"), weights_only=True)
 
 
-def _rel(a, b):
-    return float((a.double() - b.double()).abs().max() / b.double().abs().max())
 
 
 @pytest.mark.parametrize("dtype, tol_e, tol_f", [(torch.float64, 1e-10, 1e-10), (torch.float32, 1e-5, 1e-4)])
@@ -27,8 +22,8 @@ def test_torch_backend_matches_mlcg_oracle(fixture_a, dtype, tol_e, tol_f):
     m = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=dtype, backend="torch")
     e, f = m.energy_forces(fixture_a["positions_A"].to(dtype), fixture_a["bead_types"])
     assert e.dtype == dtype and f.shape == (7, 49, 3)
-    assert _rel(e, fixture_a["energies_kcal_mol"]) < tol_e
-    assert _rel(f, fixture_a["forces_kcal_mol_A"]) < tol_f
+    assert rel_error(e, fixture_a["energies_kcal_mol"]) < tol_e
+    assert rel_error(f, fixture_a["forces_kcal_mol_A"]) < tol_f
 
 
 def test_torch_backend_through_torchscript(fixture_a):
@@ -63,7 +58,7 @@ def test_real_protein_several_replicas_match_reference():
     types = torch.as_tensor(mol.bead_types)
     e1, f1 = ref.energy_forces(pos, types)
     e2, f2 = fused.energy_forces(pos, types)
-    assert _rel(e2, e1) < 1e-12 and _rel(f2, f1) < 1e-11
+    assert rel_error(e2, e1) < 1e-12 and rel_error(f2, f1) < 1e-11
 
 
 def test_forces_match_finite_differences(fixture_a):
@@ -102,13 +97,13 @@ def test_verlet_skin_reuses_and_rebuilds(fixture_a):
     for step in range(6):   # small moves: the list built at step 0 stays valid and results stay exact
         e, f = energy_forces_fused(weights, pos, types, eng)
         e_ref, f_ref = ref.energy_forces(pos, types)
-        assert _rel(e, e_ref) < 1e-12 and _rel(f, f_ref) < 1e-11
+        assert rel_error(e, e_ref) < 1e-12 and rel_error(f, f_ref) < 1e-11
         pos = pos + 0.1 * torch.randn(pos.shape, generator=g, dtype=pos.dtype)
     assert eng.verlet.builds == 1
     pos[0, 3] += 1.5                      # one bead moves more than skin / 2: rebuild
     e, f = energy_forces_fused(weights, pos, types, eng)
     assert eng.verlet.builds == 2
-    assert _rel(f, ref.energy_forces(pos, types)[1]) < 1e-11
+    assert rel_error(f, ref.energy_forces(pos, types)[1]) < 1e-11
 
 
 def test_chunk_size_does_not_change_results(fixture_a):

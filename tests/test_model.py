@@ -7,7 +7,7 @@ import pickle
 import pytest
 import torch
 
-from conftest import EXAMPLES, oracle_path
+from conftest import EXAMPLES, oracle_path, rel_error
 from flashschnet import load_model
 from flashschnet.checkpoint import read_model_file, save_checkpoint
 from flashschnet.errors import InputError
@@ -15,9 +15,6 @@ from flashschnet.nn.schnet import CGSchNet
 from flashschnet.ops import resolve_backend
 
 
-@pytest.fixture(scope="module")
-def fixture_a():
-    return torch.load(oracle_path("mlcg_schnet_A.pt"), weights_only=True)
 
 
 @pytest.fixture(scope="module")
@@ -26,21 +23,18 @@ def model64():
     return load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="reference")
 
 
-def _rel(a, b):
-    a, b = a.detach(), b.detach()
-    return float((a - b).abs().max() / b.abs().max())
 
 
 def test_energies_forces_match_mlcg_oracle_float64(fixture_a, model64):
     e, f = model64.energy_forces(fixture_a["positions_A"], fixture_a["bead_types"])
     assert e.shape == (7,) and f.shape == (7, 49, 3)
-    assert _rel(e, fixture_a["energies_kcal_mol"]) < 1e-10
-    assert _rel(f, fixture_a["forces_kcal_mol_A"]) < 1e-10
+    assert rel_error(e, fixture_a["energies_kcal_mol"]) < 1e-10
+    assert rel_error(f, fixture_a["forces_kcal_mol_A"]) < 1e-10
 
 
 def test_per_bead_energies_match_mlcg(fixture_a, model64):
     pb = model64.per_bead_energy(fixture_a["positions_A"], fixture_a["bead_types"])
-    assert _rel(pb, fixture_a["per_bead_energy_kcal_mol"]) < 1e-10
+    assert rel_error(pb, fixture_a["per_bead_energy_kcal_mol"]) < 1e-10
 
 
 def test_edges_match_mlcg_neighbour_list(fixture_a, model64):
@@ -56,8 +50,8 @@ def test_float32_close_to_oracle(fixture_a):
     m = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float32, backend="reference")
     e, f = m.energy_forces(fixture_a["positions_A"].float(), fixture_a["bead_types"])
     assert e.dtype == torch.float32
-    assert _rel(e.double(), fixture_a["energies_kcal_mol"]) < 1e-5
-    assert _rel(f.double(), fixture_a["forces_kcal_mol_A"]) < 1e-4
+    assert rel_error(e.double(), fixture_a["energies_kcal_mol"]) < 1e-5
+    assert rel_error(f.double(), fixture_a["forces_kcal_mol_A"]) < 1e-4
 
 
 def test_torchscript_equals_eager(fixture_a, model64):
@@ -65,13 +59,13 @@ def test_torchscript_equals_eager(fixture_a, model64):
     e1, f1 = model64.energy_forces(fixture_a["positions_A"], fixture_a["bead_types"])
     e2, f2 = scripted.energy_forces(fixture_a["positions_A"], fixture_a["bead_types"])
     # TorchScript may pick other (equally exact) CPU kernels for the autograd graph: agree to rounding
-    assert _rel(e2, e1) < 1e-13 and _rel(f2, f1) < 1e-13
+    assert rel_error(e2, e1) < 1e-13 and rel_error(f2, f1) < 1e-13
 
 
 def test_energy_forces_works_under_no_grad(fixture_a, model64):
     with torch.no_grad():
         e, f = model64.energy_forces(fixture_a["positions_A"][:1], fixture_a["bead_types"])
-    assert _rel(f, fixture_a["forces_kcal_mol_A"][:1]) < 1e-10
+    assert rel_error(f, fixture_a["forces_kcal_mol_A"][:1]) < 1e-10
 
 
 def test_forces_are_minus_gradient_finite_differences(fixture_a, model64):

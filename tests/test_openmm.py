@@ -30,9 +30,6 @@ def _energy_forces(ctx, groups=-1):
     return st.getPotentialEnergy().value_in_unit(KJ), st.getForces(asNumpy=True).value_in_unit(KJ_NM)
 
 
-@pytest.fixture(scope="module")
-def fixture_a():
-    return torch.load(oracle_path("mlcg_schnet_A.pt"), weights_only=True)
 
 
 def test_units_are_converted_in_one_place():

@@ -1,5 +1,4 @@
 """Tests of the mlcg prior terms: torch reference, OpenMM forces, serialization and the placeholder fit."""
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,7 +17,7 @@ from flashschnet.priors import (
     prior_energy_forces,
 )
 
-from conftest import DATA, SHARED
+from conftest import DATA, SHARED, rel_error
 
 ORACLE = next((p for p in (DATA / "oracles" / "mlcg_prior_cln.pt", SHARED / "oracles" / "mlcg" / "mlcg_prior_cln.pt")
                if p.exists()), DATA / "oracles" / "mlcg_prior_cln.pt")
@@ -29,10 +28,6 @@ KCAL = 4.184  # kJ per kcal
 ANGSTROM = 0.1  # nm per Angstrom
 
 
-def _rel(a, b):
-    a = torch.as_tensor(a, dtype=torch.float64)
-    b = torch.as_tensor(b, dtype=torch.float64)
-    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-300))
 
 
 @pytest.fixture(scope="module")
@@ -104,23 +99,23 @@ def test_torch_reference_matches_mlcg(oracle, prior):
     pt = per_term_energy(prior, pos)
     for name, e in pt.items():
         ref = oracle["terms"][name]
-        assert _rel(e, ref["energies_kcal_mol"]) < 1e-6, name
+        assert rel_error(e, ref["energies_kcal_mol"]) < 1e-6, name
         t = PriorSet(terms=[prior.term(name)], n_beads=49)
         _, f = prior_energy_forces(t, pos)
-        assert _rel(f, ref["forces_kcal_mol_A"]) < 1e-6, name
+        assert rel_error(f, ref["forces_kcal_mol_A"]) < 1e-6, name
     e, f = prior_energy_forces(prior, pos)
     assert e.shape == (7,) and f.shape == (7, 49, 3)
-    assert _rel(e, oracle["energies_kcal_mol"]) < 1e-10
-    assert _rel(f, oracle["forces_kcal_mol_A"]) < 1e-10
-    assert _rel(prior_energy(prior, pos), oracle["energies_kcal_mol"]) < 1e-10
+    assert rel_error(e, oracle["energies_kcal_mol"]) < 1e-10
+    assert rel_error(f, oracle["forces_kcal_mol_A"]) < 1e-10
+    assert rel_error(prior_energy(prior, pos), oracle["energies_kcal_mol"]) < 1e-10
 
 
 @needs_oracle
 def test_torch_reference_float32(oracle, prior):
     e, f = prior_energy_forces(prior, oracle["positions_A"].float())
     assert e.dtype == torch.float32 and f.dtype == torch.float32
-    assert _rel(e, oracle["energies_kcal_mol"]) < 1e-4
-    assert _rel(f, oracle["forces_kcal_mol_A"]) < 1e-3
+    assert rel_error(e, oracle["energies_kcal_mol"]) < 1e-4
+    assert rel_error(f, oracle["forces_kcal_mol_A"]) < 1e-3
 
 
 @needs_oracle
@@ -200,7 +195,7 @@ def test_openmm_matches_mlcg(oracle, prior, platform):
     for fr in range(oracle["positions_A"].shape[0]):
         e, f, (system, forces) = _openmm_eval(prior, oracle["positions_A"][fr].numpy(), platform)
         assert abs(e - float(oracle["energies_kcal_mol"][fr])) <= tol * abs(float(oracle["energies_kcal_mol"][fr]))
-        assert _rel(f, oracle["forces_kcal_mol_A"][fr]) < tol, (platform, fr)
+        assert rel_error(f, oracle["forces_kcal_mol_A"][fr]) < tol, (platform, fr)
     assert len(forces) == 4
     assert all(not fo.usesPeriodicBoundaryConditions() and fo.getForceGroup() == 1 for fo in forces)
     assert len({fo.getName() for fo in forces}) == 4
@@ -214,7 +209,7 @@ def test_openmm_per_term_matches_mlcg(oracle, prior):
         e, f, _ = _openmm_eval(one, oracle["positions_A"][1].numpy(), "Reference")
         ref = oracle["terms"][t.name]
         assert abs(e - float(ref["energies_kcal_mol"][1])) <= 1e-6 * max(1.0, abs(float(ref["energies_kcal_mol"][1]))), t.name
-        assert _rel(f, ref["forces_kcal_mol_A"][1]) < 1e-6, t.name
+        assert rel_error(f, ref["forces_kcal_mol_A"][1]) < 1e-6, t.name
 
 
 @needs_oracle
@@ -224,7 +219,7 @@ def test_openmm_replicas(oracle, prior):
     assert abs(e - float(oracle["energies_kcal_mol"][:3].sum())) < 1e-6 * abs(e)
     f = f.reshape(3, 49, 3)
     for r in range(3):
-        assert _rel(f[r], oracle["forces_kcal_mol_A"][r]) < 1e-6
+        assert rel_error(f[r], oracle["forces_kcal_mol_A"][r]) < 1e-6
 
 
 def test_openmm_requires_units():

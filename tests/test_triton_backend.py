@@ -9,7 +9,7 @@ import openmm.unit as u
 import pytest
 import torch
 
-from conftest import oracle_path
+from conftest import oracle_path, rel_error
 from flashschnet import load_model
 from flashschnet.nn.fused import energy_forces_fused, unpack
 from flashschnet.ops.triton_engine import TritonTileEngine
@@ -17,13 +17,8 @@ from flashschnet.ops.triton_engine import TritonTileEngine
 pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
 
 
-@pytest.fixture(scope="module")
-def fixture_a():
-    return torch.load(oracle_path("mlcg_schnet_A.pt"), weights_only=True)
 
 
-def _rel(a, b):
-    return float((a.double() - b.double()).abs().max() / b.double().abs().max())
 
 
 @pytest.mark.parametrize("dtype, tol_e, tol_f", [(torch.float64, 1e-10, 1e-10), (torch.float32, 1e-5, 1e-4)])
@@ -31,8 +26,8 @@ def test_triton_backend_matches_mlcg_oracle(fixture_a, dtype, tol_e, tol_f):
     m = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=dtype, backend="triton")
     pos = fixture_a["positions_A"][[0, 2, 5]].to(dtype)                  # 3 replicas
     e, f = m.energy_forces(pos, fixture_a["bead_types"])
-    assert _rel(e, fixture_a["energies_kcal_mol"][[0, 2, 5]]) < tol_e
-    assert _rel(f, fixture_a["forces_kcal_mol_A"][[0, 2, 5]]) < tol_f
+    assert rel_error(e, fixture_a["energies_kcal_mol"][[0, 2, 5]]) < tol_e
+    assert rel_error(f, fixture_a["forces_kcal_mol_A"][[0, 2, 5]]) < tol_f
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
@@ -80,7 +75,7 @@ def test_torchscript_and_torchforce_call_the_custom_op(fixture_a):
     pos = fixture_a["positions_A"][:2]
     scripted = torch.jit.script(model)
     e, f = scripted.energy_forces(pos, types)
-    assert _rel(f, fixture_a["forces_kcal_mol_A"][:2]) < 1e-10
+    assert rel_error(f, fixture_a["forces_kcal_mol_A"][:2]) < 1e-10
     from flashschnet.openmm.force import add_network_force
 
     system = openmm.System()

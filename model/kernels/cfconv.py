@@ -116,6 +116,20 @@ def _pair_geometry(xi, yi, zi, bi, vi, xj, yj, zj, bj, vj, rc_graph):
 
 
 @triton.jit
+def _filter(dflat, mu, cf, alpha, lower, rc_rbf, rc_f, A1T, a1, A2T,
+            BASIS: tl.constexpr, RBF_ENV: tl.constexpr, FILT_ENV: tl.constexpr):
+    """The filter network on distances ``dflat`` [BB], all in registers: basis ``e`` and ``de/dd``
+    [BB, KP], ``s = tanh(e A1^T + a1)`` and ``y = s A2^T`` [BB, FP], the filter envelope and its
+    derivative [BB]. ``W = y * env``."""
+    e, de = _basis(dflat, mu, cf, alpha, lower, rc_rbf, BASIS, RBF_ENV)
+    u = tl.dot(e, A1T, input_precision="ieee") + a1[None, :]
+    s = _tanh(u)
+    y = tl.dot(s, A2T, input_precision="ieee")
+    cfv, dcf = _cosine_env(dflat, rc_f, FILT_ENV)
+    return e, de, s, y, cfv, dcf
+
+
+@triton.jit
 def _cfconv_fwd_kernel(pos_ptr, h_ptr, pairs_ptr, row_ptr_ptr, rowbuf_ptr, colbuf_ptr,
                        A1_ptr, a1_ptr, A2_ptr, mu_ptr, cf_ptr, scal_ptr, N, T,
                        B: tl.constexpr, K: tl.constexpr, KP: tl.constexpr, F: tl.constexpr, FP: tl.constexpr,
@@ -153,11 +167,8 @@ def _cfconv_fwd_kernel(pos_ptr, h_ptr, pairs_ptr, row_ptr_ptr, rowbuf_ptr, colbu
         hJ = _load_tile_feat(h_ptr, r, bj, vj, N, F, FP)
         dx, dy, dz, d, mask = _pair_geometry(xi, yi, zi, bi, vi, xj, yj, zj, bj, vj, rc_graph)
         dflat = tl.reshape(d, (B * B,))
-        e, de = _basis(dflat, mu, cf, alpha, lower, rc_rbf, BASIS, RBF_ENV)
-        u = tl.dot(e, A1T, input_precision="ieee") + a1[None, :]
-        s = _tanh(u)
-        y = tl.dot(s, A2T, input_precision="ieee")
-        cfv, dcf = _cosine_env(dflat, rc_f, FILT_ENV)
+        e, de, s, y, cfv, dcf = _filter(dflat, mu, cf, alpha, lower, rc_rbf, rc_f, A1T, a1, A2T,
+                                        BASIS, RBF_ENV, FILT_ENV)
         W = tl.reshape(y * cfv[:, None], (B, B, FP))
         W = tl.where(mask[:, :, None], W, 0.0)
         acc += tl.sum(W * hJ[None, :, :], axis=1)
@@ -212,11 +223,8 @@ def _cfconv_bwd_pos_kernel(pos_ptr, h_ptr, gm_ptr, pairs_ptr, row_ptr_ptr, rowbu
         gJ = _load_tile_feat(gm_ptr, r, bj, vj, N, F, FP)
         dx, dy, dz, d, mask = _pair_geometry(xi, yi, zi, bi, vi, xj, yj, zj, bj, vj, rc_graph)
         dflat = tl.reshape(d, (B * B,))
-        e, de = _basis(dflat, mu, cf, alpha, lower, rc_rbf, BASIS, RBF_ENV)
-        u = tl.dot(e, A1T, input_precision="ieee") + a1[None, :]
-        s = _tanh(u)
-        y = tl.dot(s, A2T, input_precision="ieee")
-        cfv, dcf = _cosine_env(dflat, rc_f, FILT_ENV)
+        e, de, s, y, cfv, dcf = _filter(dflat, mu, cf, alpha, lower, rc_rbf, rc_f, A1T, a1, A2T,
+                                        BASIS, RBF_ENV, FILT_ENV)
         G3 = gI[:, None, :] * hJ[None, :, :] + gJ[None, :, :] * hI[:, None, :]
         G3 = tl.where(mask[:, :, None], G3, 0.0)
         G = tl.reshape(G3, (B * B, FP))

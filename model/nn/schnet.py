@@ -338,7 +338,7 @@ class CGSchNet(nn.Module):
         ``positions`` [R, N, 3] -> ``(src [E], dst [E])`` as int64 indices into the flattened ``[R*N]``
         beads; message ``src -> dst``. No gradient flows through the selection.
         """
-        R, N = positions.shape[0], positions.shape[1]
+        N = positions.shape[1]
         with torch.no_grad():
             p = positions.detach()
             diff = p.unsqueeze(1) - p.unsqueeze(2)                 # [R, N, N, 3], diff[r,i,j] = p_j - p_i

@@ -198,6 +198,39 @@ def _reduce(k, rowbuf, colbuf, col_perm, col_ptr, out, N, T, B, W, n_prog):
     k._tile_reduce_kernel[(n_prog,)](rowbuf, colbuf, col_perm, col_ptr, out, N, T, B=B, W=W, WP=_pow2(W, 1))
 
 
+def _tiled(kernel: str, width, pos, feats, pairs, row_ptr, col_perm, col_ptr, n_tiles, block, A1, a1, A2,
+           offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha, rbf_env, filt_env, basis_lower) -> torch.Tensor:
+    """The common launcher of the tiled kernels: checks, padded weights, partial buffers, the kernel over
+    destination tiles, then the fixed-order reduction. ``feats`` = [(name, tensor [R, N, F])]; the output
+    has width ``width`` (None: F)."""
+    dtype = _dtype(pos)
+    _check_device(pos)
+    k = _kernels()
+    R, N = _check_tiles(pos, pairs, row_ptr, col_perm, col_ptr, n_tiles, block)
+    T, B = int(n_tiles), int(block)
+    mu, cf, K, KP, BASIS = _basis_args(offsets, coeffs, basis, dtype, pos.device)
+    A1p, a1p, A2p, F, FP = _filter_args(A1, a1, A2, K, KP, dtype)
+    for name, t in feats:
+        if tuple(t.shape) != (R, N, F):
+            raise ValueError(f"flashschnet: {name} must be [R={R}, N={N}, F={F}], got {tuple(t.shape)}")
+    scal = _scalars(rc_graph, rc_rbf, rc_f, alpha, basis_lower, dtype, pos.device)
+    p = pos.contiguous()
+    fs = [t.to(dtype).contiguous() for _, t in feats]
+    W = F if width is None else int(width)
+    Q = int(pairs.shape[0])
+    out = _empty((R, N, W), p)
+    rowbuf = _empty((R * T, B, W), p)
+    colbuf = _empty((max(Q, 1), B, W), p)
+    if R * T == 0:
+        return out
+    pr, rp, cp, cptr = _i32(pairs), _i32(row_ptr), _i32(col_perm), _i32(col_ptr)
+    getattr(k, kernel)[(R * T,)](
+        p, *fs, pr, rp, rowbuf, colbuf, A1p, a1p, A2p, mu, cf, scal, N, T,
+        B=B, K=K, KP=KP, F=F, FP=FP, BASIS=BASIS, RBF_ENV=bool(rbf_env), FILT_ENV=bool(filt_env))
+    _reduce(k, rowbuf, colbuf, cp, cptr, out, N, T, B, W, R * T)
+    return out
+
+
 @torch.library.custom_op("flashschnet::cfconv_fwd", mutates_args=())
 def cfconv_fwd(pos: torch.Tensor, h: torch.Tensor, pairs: torch.Tensor, row_ptr: torch.Tensor,
                col_perm: torch.Tensor, col_ptr: torch.Tensor, n_tiles: int, block: int,
@@ -209,30 +242,8 @@ def cfconv_fwd(pos: torch.Tensor, h: torch.Tensor, pairs: torch.Tensor, row_ptr:
     pos [R, N, 3], h [R, N, F]; the tile list (built for these positions, or within its skin) as
     ``tile_args(tiles)``; A1 [F, K], a1 [F], A2 [F, F]; basis ``offsets``/``coeffs`` [K] (module docstring).
     """
-    dtype = _dtype(pos)
-    _check_device(pos)
-    k = _kernels()
-    R, N = _check_tiles(pos, pairs, row_ptr, col_perm, col_ptr, n_tiles, block)
-    T, B = int(n_tiles), int(block)
-    mu, cf, K, KP, BASIS = _basis_args(offsets, coeffs, basis, dtype, pos.device)
-    A1p, a1p, A2p, F, FP = _filter_args(A1, a1, A2, K, KP, dtype)
-    if tuple(h.shape) != (R, N, F):
-        raise ValueError(f"flashschnet: h must be [R={R}, N={N}, F={F}], got {tuple(h.shape)}")
-    scal = _scalars(rc_graph, rc_rbf, rc_f, alpha, basis_lower, dtype, pos.device)
-    p = pos.contiguous()
-    hh = h.to(dtype).contiguous()
-    Q = int(pairs.shape[0])
-    out = _empty((R, N, F), p)
-    rowbuf = _empty((R * T, B, F), p)
-    colbuf = _empty((max(Q, 1), B, F), p)
-    if R * T == 0:
-        return out
-    pr, rp, cp, cptr = _i32(pairs), _i32(row_ptr), _i32(col_perm), _i32(col_ptr)
-    k._cfconv_fwd_kernel[(R * T,)](
-        p, hh, pr, rp, rowbuf, colbuf, A1p, a1p, A2p, mu, cf, scal, N, T,
-        B=B, K=K, KP=KP, F=F, FP=FP, BASIS=BASIS, RBF_ENV=bool(rbf_env), FILT_ENV=bool(filt_env))
-    _reduce(k, rowbuf, colbuf, cp, cptr, out, N, T, B, F, R * T)
-    return out
+    return _tiled("_cfconv_fwd_kernel", None, pos, [("h", h)], pairs, row_ptr, col_perm, col_ptr, n_tiles, block,
+                  A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha, rbf_env, filt_env, basis_lower)
 
 
 @cfconv_fwd.register_fake
@@ -250,32 +261,9 @@ def cfconv_bwd_pos(pos: torch.Tensor, h: torch.Tensor, gm: torch.Tensor, pairs: 
                    basis_lower: float = 0.0) -> torch.Tensor:
     """``dE/dpos`` [R, N, 3] through the distance dependence of the filters, given ``gm = dE/dm``
     [R, N, F] (h and gm held fixed). Other arguments as :func:`cfconv_fwd`."""
-    dtype = _dtype(pos)
-    _check_device(pos)
-    k = _kernels()
-    R, N = _check_tiles(pos, pairs, row_ptr, col_perm, col_ptr, n_tiles, block)
-    T, B = int(n_tiles), int(block)
-    mu, cf, K, KP, BASIS = _basis_args(offsets, coeffs, basis, dtype, pos.device)
-    A1p, a1p, A2p, F, FP = _filter_args(A1, a1, A2, K, KP, dtype)
-    if tuple(h.shape) != (R, N, F) or tuple(gm.shape) != (R, N, F):
-        raise ValueError(f"flashschnet: h and gm must be [R={R}, N={N}, F={F}], got {tuple(h.shape)}, "
-                         f"{tuple(gm.shape)}")
-    scal = _scalars(rc_graph, rc_rbf, rc_f, alpha, basis_lower, dtype, pos.device)
-    p = pos.contiguous()
-    hh = h.to(dtype).contiguous()
-    gg = gm.to(dtype).contiguous()
-    Q = int(pairs.shape[0])
-    out = _empty((R, N, 3), p)
-    rowbuf = _empty((R * T, B, 3), p)
-    colbuf = _empty((max(Q, 1), B, 3), p)
-    if R * T == 0:
-        return out
-    pr, rp, cp, cptr = _i32(pairs), _i32(row_ptr), _i32(col_perm), _i32(col_ptr)
-    k._cfconv_bwd_pos_kernel[(R * T,)](
-        p, hh, gg, pr, rp, rowbuf, colbuf, A1p, a1p, A2p, mu, cf, scal, N, T,
-        B=B, K=K, KP=KP, F=F, FP=FP, BASIS=BASIS, RBF_ENV=bool(rbf_env), FILT_ENV=bool(filt_env))
-    _reduce(k, rowbuf, colbuf, cp, cptr, out, N, T, B, 3, R * T)
-    return out
+    return _tiled("_cfconv_bwd_pos_kernel", 3, pos, [("h", h), ("gm", gm)], pairs, row_ptr, col_perm, col_ptr,
+                  n_tiles, block, A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha, rbf_env,
+                  filt_env, basis_lower)
 
 
 @cfconv_bwd_pos.register_fake

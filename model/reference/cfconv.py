@@ -40,7 +40,7 @@ def flash_rbf_ref(pos, src, dst, offsets, coeffs, rc_rbf: float, basis: str = "g
 
 def _dense_pairs(pos: torch.Tensor, rc_graph: float):
     """Flattened (dst i, src j) of all ordered pairs i != j, same replica, d < rc_graph."""
-    R, N = pos.shape[0], pos.shape[1]
+    N = pos.shape[1]
     p = pos.detach()
     d = (p[:, :, None, :] - p[:, None, :, :]).norm(dim=-1)
     eye = torch.eye(N, dtype=torch.bool, device=p.device)
