@@ -116,6 +116,19 @@ def _pair_geometry(xi, yi, zi, bi, vi, xj, yj, zj, bj, vj, rc_graph):
 
 
 @triton.jit
+def _load_filter(A1_ptr, a1_ptr, A2_ptr, mu_ptr, cf_ptr, scal_ptr, kk, ff, KP: tl.constexpr, FP: tl.constexpr):
+    """Weights, loaded once per program: A1^T [KP, FP], a1 [FP], A2^T [FP, FP], basis centres and
+    coefficients [KP], and the float scalars (rc_graph, rc_rbf, rc_f, alpha, lower)."""
+    A1T = tl.load(A1_ptr + ff[None, :] * KP + kk[:, None])
+    a1 = tl.load(a1_ptr + ff)
+    A2T = tl.load(A2_ptr + ff[None, :] * FP + ff[:, None])
+    mu = tl.load(mu_ptr + kk)
+    cf = tl.load(cf_ptr + kk)
+    return (A1T, a1, A2T, mu, cf, tl.load(scal_ptr + 0), tl.load(scal_ptr + 1), tl.load(scal_ptr + 2),
+            tl.load(scal_ptr + 3), tl.load(scal_ptr + 4))
+
+
+@triton.jit
 def _filter(dflat, mu, cf, alpha, lower, rc_rbf, rc_f, A1T, a1, A2T,
             BASIS: tl.constexpr, RBF_ENV: tl.constexpr, FILT_ENV: tl.constexpr):
     """The filter network on distances ``dflat`` [BB], all in registers: basis ``e`` and ``de/dd``
@@ -143,17 +156,8 @@ def _cfconv_fwd_kernel(pos_ptr, h_ptr, pairs_ptr, row_ptr_ptr, rowbuf_ptr, colbu
     kk = tl.arange(0, KP)
     ff = tl.arange(0, FP)
     bl = tl.arange(0, B)
-    # weights, loaded once: A1^T [KP, FP], A2^T [FP, FP]
-    A1T = tl.load(A1_ptr + ff[None, :] * KP + kk[:, None])
-    a1 = tl.load(a1_ptr + ff)
-    A2T = tl.load(A2_ptr + ff[None, :] * FP + ff[:, None])
-    mu = tl.load(mu_ptr + kk)
-    cf = tl.load(cf_ptr + kk)
-    rc_graph = tl.load(scal_ptr + 0)
-    rc_rbf = tl.load(scal_ptr + 1)
-    rc_f = tl.load(scal_ptr + 2)
-    alpha = tl.load(scal_ptr + 3)
-    lower = tl.load(scal_ptr + 4)
+    A1T, a1, A2T, mu, cf, rc_graph, rc_rbf, rc_f, alpha, lower = _load_filter(
+        A1_ptr, a1_ptr, A2_ptr, mu_ptr, cf_ptr, scal_ptr, kk, ff, KP, FP)
 
     bi, vi, xi, yi, zi = _load_tile_pos(pos_ptr, r, I, N, B)
     hI = _load_tile_feat(h_ptr, r, bi, vi, N, F, FP)
@@ -195,18 +199,10 @@ def _cfconv_bwd_pos_kernel(pos_ptr, h_ptr, gm_ptr, pairs_ptr, row_ptr_ptr, rowbu
     kk = tl.arange(0, KP)
     ff = tl.arange(0, FP)
     bl = tl.arange(0, B)
-    A1T = tl.load(A1_ptr + ff[None, :] * KP + kk[:, None])      # [KP, FP]
-    A1 = tl.load(A1_ptr + ff[:, None] * KP + kk[None, :])       # [FP, KP]
-    a1 = tl.load(a1_ptr + ff)
-    A2T = tl.load(A2_ptr + ff[None, :] * FP + ff[:, None])
-    A2 = tl.load(A2_ptr + ff[:, None] * FP + ff[None, :])
-    mu = tl.load(mu_ptr + kk)
-    cf = tl.load(cf_ptr + kk)
-    rc_graph = tl.load(scal_ptr + 0)
-    rc_rbf = tl.load(scal_ptr + 1)
-    rc_f = tl.load(scal_ptr + 2)
-    alpha = tl.load(scal_ptr + 3)
-    lower = tl.load(scal_ptr + 4)
+    A1T, a1, A2T, mu, cf, rc_graph, rc_rbf, rc_f, alpha, lower = _load_filter(
+        A1_ptr, a1_ptr, A2_ptr, mu_ptr, cf_ptr, scal_ptr, kk, ff, KP, FP)
+    A1 = tl.load(A1_ptr + ff[:, None] * KP + kk[None, :])       # [FP, KP]  (backward only)
+    A2 = tl.load(A2_ptr + ff[:, None] * FP + ff[None, :])       # [FP, FP]
 
     bi, vi, xi, yi, zi = _load_tile_pos(pos_ptr, r, I, N, B)
     hI = _load_tile_feat(h_ptr, r, bi, vi, N, F, FP)
