@@ -210,6 +210,10 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
                             checkpoint_hint=hint)
     simulation.reporters.extend([health, dcd, log, checkpoint])
 
+    def check_and_checkpoint() -> None:   # outside the reporters' schedule: the start and a ragged end
+        health.report(simulation, simulation.context.getState(getEnergy=True, getForces=True, getPositions=True))
+        checkpoint.save(simulation)
+
     # 5. run ---------------------------------------------------------------------------------------------
     start = simulation.currentStep
     bar = None
@@ -223,11 +227,7 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     t0 = _time.perf_counter()
     try:
         if not resume:   # check the starting structure before the first step
-            st = simulation.context.getState(getEnergy=True, getForces=True, getPositions=True)
-            health.check(start, st.getPotentialEnergy().value_in_unit(u.kilojoule_per_mole),
-                         st.getPositions(asNumpy=True).value_in_unit(u.nanometer),
-                         st.getForces(asNumpy=True).value_in_unit(u.kilojoule_per_mole / u.nanometer))
-            checkpoint.save(simulation)
+            check_and_checkpoint()
         while simulation.currentStep < s.steps:
             n = min(s.report_interval - simulation.currentStep % s.report_interval, s.steps - simulation.currentStep)
             try:
@@ -238,11 +238,7 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
             if bar is not None:
                 bar.update(n)
         if checkpoint.last_step != simulation.currentStep:   # the last step was not a checkpoint step
-            st = simulation.context.getState(getEnergy=True, getForces=True, getPositions=True)
-            health.check(simulation.currentStep, st.getPotentialEnergy().value_in_unit(u.kilojoule_per_mole),
-                         st.getPositions(asNumpy=True).value_in_unit(u.nanometer),
-                         st.getForces(asNumpy=True).value_in_unit(u.kilojoule_per_mole / u.nanometer))
-            checkpoint.save(simulation)
+            check_and_checkpoint()
     finally:
         if bar is not None:
             bar.close()
