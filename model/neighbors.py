@@ -231,6 +231,14 @@ def tile_pairs_fixed(positions: torch.Tensor, block: int, cutoff: float, skin: f
 # ------------------------------------------------------------------------------------------ Verlet skin
 
 
+def moved_past_half_skin(ref: Optional[torch.Tensor], positions: torch.Tensor, skin: float) -> bool:
+    """True when a list built at ``ref`` may be stale for ``positions``: no reference yet, another shape or
+    device, or some bead moved more than ``skin / 2``."""
+    if ref is None or ref.shape != positions.shape or ref.device != positions.device:
+        return True
+    return bool(((positions.detach() - ref) ** 2).sum(-1).amax() > (0.5 * skin) ** 2)
+
+
 class VerletList:
     """A pair list rebuilt only when some bead of some replica moved more than ``skin / 2`` since the last
     build (or the number of replicas/beads changed). Capacity grows by ``growth`` on overflow.
@@ -247,14 +255,8 @@ class VerletList:
         self.builds = 0
         self.overflows = 0
 
-    def needs_rebuild(self, positions: torch.Tensor) -> bool:
-        if self.ref is None or self.ref.shape != positions.shape or self.ref.device != positions.device:
-            return True
-        moved2 = ((positions.detach() - self.ref) ** 2).sum(-1).amax()
-        return bool(moved2 > (0.5 * self.skin) ** 2)
-
     def get(self, positions: torch.Tensor) -> PairList:
-        if self.current is None or self.needs_rebuild(positions):
+        if self.current is None or moved_past_half_skin(self.ref, positions, self.skin):
             while True:
                 try:
                     self.current = pair_list(positions, self.cutoff + self.skin, self.capacity)

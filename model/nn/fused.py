@@ -210,33 +210,38 @@ def energy_forces_fused(weights: NodeWeights, positions: torch.Tensor, bead_type
     return energy, (-gpos).reshape(R, N, 3)
 
 
-def unpack(model) -> Tuple[NodeWeights, BasisSpec, List[FilterWeights]]:
-    """Pull the weights of a :class:`~flashschnet.nn.schnet.CGSchNet` into the fused layout."""
-    cfg = model.config
-    if cfg["activation"] != "tanh":
-        raise InputError(f"the fused backends implement the tanh activation only (model uses {cfg['activation']!r}); "
-                         "use backend='reference'")
-    rb = cfg["rbf"]
-    if rb["cutoff"]["kind"] == "cosine" and float(rb["cutoff"]["cutoff_lower"]) != 0.0 or \
-            cfg["cutoff"]["kind"] == "cosine" and float(cfg["cutoff"]["cutoff_lower"]) != 0.0:
-        raise InputError("the fused backends support cosine cutoffs with cutoff_lower = 0 only; use backend='reference'")
-    rbf = model.rbf_layer
-    if rb["kind"] == "gaussian":
-        centers, widths, alpha = rbf.offset, rbf.coeff, 0.0
-    else:
-        centers, widths, alpha = rbf.means, rbf.betas, float(rbf.alpha)
-    basis = BasisSpec(kind=rb["kind"], centers=centers, widths=widths, alpha=alpha,
-                      lower=float(rb["cutoff"]["cutoff_lower"]),
-                      rbf_env=rb["cutoff"]["kind"] == "cosine", rc_rbf=float(rb["cutoff"]["cutoff_upper"]),
-                      filt_env=cfg["cutoff"]["kind"] == "cosine", rc_filt=float(cfg["cutoff"]["cutoff_upper"]),
-                      rc_graph=float(model.graph_cutoff))
+def unpack_params(params: List[torch.Tensor], ints: List[int],
+                  floats: List[float]) -> Tuple[NodeWeights, BasisSpec, List[FilterWeights]]:
+    """The fused layout from the packed weights of :meth:`CGSchNet.fused_params` and the model's
+    ``fused_ints`` / ``fused_floats`` (see :mod:`flashschnet.ops.fused` for the order)."""
+    n_blocks, n_hidden, kind, rbf_env, filt_env = ints
+    alpha, lower, rc_rbf, rc_filt, rc_graph, _skin = floats
+    emb, centers, widths = params[0], params[1], params[2]
     blocks, filters = [], []
-    for blk in model.interaction_blocks:
-        conv = blk.conv
-        blocks.append({"L1": conv.lin1.weight, "L2": conv.lin2.weight, "b2": conv.lin2.bias,
-                       "L": blk.lin.weight, "b": blk.lin.bias})
-        fl = conv.filter_network.layers
-        filters.append(FilterWeights(A1=fl[0].weight, a1=fl[0].bias, A2=fl[2].weight))
-    linears = [m for m in model.output_network.layers if isinstance(m, torch.nn.Linear)]
-    out = [(lin.weight, lin.bias) for lin in linears]
-    return NodeWeights(embedding=model.embedding_layer.weight, blocks=blocks, out=out), basis, filters
+    k = 3
+    for _ in range(n_blocks):
+        L1, L2, b2, L, b, A1, a1, A2 = params[k:k + 8]
+        k += 8
+        blocks.append({"L1": L1, "L2": L2, "b2": b2, "L": L, "b": b})
+        filters.append(FilterWeights(A1=A1, a1=a1, A2=A2))
+    out = []
+    for _ in range(n_hidden):
+        out.append((params[k], params[k + 1]))
+        k += 2
+    out.append((params[k], None))
+    basis = BasisSpec(kind="gaussian" if kind == 0 else "expnormal", centers=centers, widths=widths, alpha=alpha,
+                      lower=lower, rbf_env=bool(rbf_env), rc_rbf=rc_rbf, filt_env=bool(filt_env), rc_filt=rc_filt,
+                      rc_graph=rc_graph)
+    return NodeWeights(embedding=emb, blocks=blocks, out=out), basis, filters
+
+
+def unpack(model) -> Tuple[NodeWeights, BasisSpec, List[FilterWeights]]:
+    """The fused layout of a :class:`~flashschnet.nn.schnet.CGSchNet`, through the same packing the
+    ``flashschnet::energy_forces`` op receives. Raises :class:`InputError` for configs the fused backends
+    do not implement."""
+    from .schnet import fused_unsupported_reason   # late: schnet imports this module's users
+
+    reason = fused_unsupported_reason(model.config)
+    if reason:
+        raise InputError(f"{reason}; use backend='reference'")
+    return unpack_params(model.fused_params(), model.fused_ints, model.fused_floats)

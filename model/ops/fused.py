@@ -20,39 +20,17 @@ from typing import Dict, List, Tuple
 
 import torch
 
-from ..nn.fused import BasisSpec, FilterWeights, NodeWeights, TorchPairEngine, energy_forces_fused
+from ..nn.fused import TorchPairEngine, energy_forces_fused, unpack_params
 
 _ENGINES: Dict[tuple, object] = {}
 _MAX_ENGINES = 64
-
-
-def _unpack(params: List[torch.Tensor], ints: List[int], floats: List[float]):
-    n_blocks, n_hidden, kind, rbf_env, filt_env = ints
-    alpha, lower, rc_rbf, rc_filt, rc_graph, _skin = floats
-    emb, centers, widths = params[0], params[1], params[2]
-    blocks, filters = [], []
-    k = 3
-    for _ in range(n_blocks):
-        L1, L2, b2, L, b, A1, a1, A2 = params[k:k + 8]
-        k += 8
-        blocks.append({"L1": L1, "L2": L2, "b2": b2, "L": L, "b": b})
-        filters.append(FilterWeights(A1=A1, a1=a1, A2=A2))
-    out = []
-    for _ in range(n_hidden):
-        out.append((params[k], params[k + 1]))
-        k += 2
-    out.append((params[k], None))
-    basis = BasisSpec(kind="gaussian" if kind == 0 else "expnormal", centers=centers, widths=widths, alpha=alpha,
-                      lower=lower, rbf_env=bool(rbf_env), rc_rbf=rc_rbf, filt_env=bool(filt_env), rc_filt=rc_filt,
-                      rc_graph=rc_graph)
-    return NodeWeights(embedding=emb, blocks=blocks, out=out), basis, filters
 
 
 def _engine(backend: str, params, ints, floats, positions):
     key = (backend, params[0].data_ptr(), params[0].device.type, tuple(positions.shape), positions.dtype)
     eng = _ENGINES.get(key)
     if eng is None:
-        _, basis, filters = _unpack(params, ints, floats)
+        _, basis, filters = unpack_params(params, ints, floats)
         if backend == "torch":
             eng = TorchPairEngine(basis, filters, skin=floats[5])
         else:
@@ -71,7 +49,7 @@ def energy_forces(positions: torch.Tensor, bead_types: torch.Tensor, params: Lis
     """Energies ``[R]`` and forces ``[R, N, 3]`` of a CGSchNet (model units) for positions ``[R, N, 3]``."""
     with torch.no_grad():
         eng = _engine(backend, params, ints, floats, positions)
-        weights, _, _ = _unpack(params, ints, floats)
+        weights, _, _ = unpack_params(params, ints, floats)
         e, f = energy_forces_fused(weights, positions.contiguous(), bead_types, eng)
     return e, f
 

@@ -18,7 +18,7 @@ from typing import List, Optional
 
 import torch
 
-from ..neighbors import NeighborListOverflow, tile_pairs, tile_pairs_fixed
+from ..neighbors import NeighborListOverflow, moved_past_half_skin, tile_pairs, tile_pairs_fixed
 from ..nn.fused import BasisSpec, FilterWeights
 from .flash import basis_coeffs, cfconv_bwd_pos, cfconv_fwd, tile_args
 
@@ -38,11 +38,6 @@ class TritonTileEngine:
         self.tiles = None
         self.builds = 0
 
-    def _needs_rebuild(self, positions: torch.Tensor) -> bool:
-        if self.ref is None or self.ref.shape != positions.shape or self.ref.device != positions.device:
-            return True
-        return bool(((positions - self.ref) ** 2).sum(-1).amax() > (0.5 * self.skin) ** 2)
-
     def prepare(self, positions: torch.Tensor) -> None:
         self.R, self.N = positions.shape[0], positions.shape[1]
         self.pos = positions.contiguous()
@@ -50,7 +45,7 @@ class TritonTileEngine:
         if mode == "always":
             self.tiles, self.overflow = tile_pairs_fixed(positions, self.block, self.basis.rc_graph, 0.0, self.capacity)
             self.builds += 1
-        elif self.tiles is None or self._needs_rebuild(positions):
+        elif self.tiles is None or moved_past_half_skin(self.ref, positions, self.skin):
             self.tiles = tile_pairs(positions, self.block, self.basis.rc_graph, self.skin)
             self.ref = positions.detach().clone()
             self.builds += 1
