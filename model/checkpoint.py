@@ -9,6 +9,9 @@ Our checkpoint is a dict of plain data::
      "priors": PriorSet.to_dict() or None,
      "metadata": {"description": str, "placeholder": bool, ...}}
 
+A quantized model (:func:`flashschnet.quantize`) has ``config["quantization"] = {"dtype", "per_channel"}`` and
+stores each 16-bit weight as ``<layer>.weight_q`` (float16/bfloat16) + ``<layer>.weight_scale`` (float32).
+
 An *mlcg export* is the dict layout of ``../shared/oracles/mlcg/mlcg_schnet_A.pt`` (``hyperparameters`` as
 written by mlcg's constructor arguments, ``state_dict`` with mlcg's key names, optional ``model.`` prefix
 from ``GradientsOut``). Pickled mlcg modules (``model_and_prior.pt``) need arbitrary code to load and are
@@ -136,6 +139,8 @@ def build_model(ckpt: Dict[str, Any], path: str = "<checkpoint>", backend: Optio
             raise InputError(f"{path}: weight {k} has shape {tuple(sd[k].shape)}, the config implies {tuple(v.shape)}")
         if sd[k].is_floating_point() and not bool(torch.isfinite(sd[k]).all()):
             raise InputError(f"{path}: weight {k} holds NaN or infinite values")
+        if k.endswith(".weight_q") and sd[k].dtype != v.dtype:
+            raise InputError(f"{path}: quantized weight {k} is stored as {sd[k].dtype}, the config says {v.dtype}")
     model.load_state_dict({k: sd[k].to(v.dtype) if v.is_floating_point() else sd[k] for k, v in own.items()})
     return model.to(device=device, dtype=dtype).eval()
 

@@ -26,6 +26,7 @@ import torch
 from ..checkpoint import load_model
 from ..cg.mapping import map_pdb
 from ..errors import InputError, SimulationInstabilityError
+from ..nn.quant import apply_variant, describe, variant
 from .reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter,
                         read_checkpoint, truncate_csv, truncate_dcd)
 from .system import build_system, replica_positions_nm
@@ -34,7 +35,10 @@ from .units import conversion_factors
 
 #: settings that a resumed run must share with the run it continues
 _FIXED_ON_RESUME = ("pdb", "model", "replicas", "dt_fs", "temperature_K", "friction_per_ps", "report_interval",
-                    "checkpoint_interval", "mapping", "platform", "precision", "priors", "backend", "seed")
+                    "checkpoint_interval", "mapping", "platform", "precision", "priors", "backend", "seed", "quantize")
+
+#: run.json files written before a setting existed resume with its default
+_DEFAULTS_OF_NEWER_KEYS = {"quantize": "none"}
 
 
 @dataclass
@@ -57,6 +61,7 @@ class RunSettings:
     priors: Optional[str] = None                   # a prior file overriding the model's priors
     precision: str = "single"                      # network dtype: single | double
     backend: Optional[str] = None
+    quantize: str = "none"                         # none | fp16 | bf16 | fp16-cast | bf16-cast (see nn.quant)
     network_force: str = "torch"                   # torch (TorchForce) | python (openmm.PythonForce)
     threads: Optional[int] = None
     max_force: float = 1.0e5                       # kJ/mol/nm
@@ -81,6 +86,7 @@ class RunSettings:
                              f"--report-interval {self.report_interval}")
         if self.network_force not in ("torch", "python"):
             raise InputError(f"--network-force must be torch or python, got {self.network_force!r}")
+        variant(self.quantize)      # raises InputError naming the known variants
         if self.precision not in ("single", "double"):
             raise InputError(f"--precision must be single or double, got {self.precision!r}")
         names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
@@ -124,7 +130,7 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
             new_value = getattr(s, key)
             if key in ("checkpoint_interval", "seed", "mapping") and new_value is None:
                 setattr(s, key, old.get(key))
-            elif old.get(key) != new_value:
+            elif old.get(key, _DEFAULTS_OF_NEWER_KEYS.get(key)) != new_value:
                 raise InputError(f"{out}: --resume with {key}={new_value!r}, but the run was started with "
                                  f"{old.get(key)!r}; use the same settings")
     else:
@@ -139,7 +145,7 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     # 1. model, 2. CG mapping of the PDB ----------------------------------------------------------------
     dtype = torch.float64 if s.precision == "double" else torch.float32
     device = "cuda" if s.platform == "CUDA" and torch.cuda.is_available() else "cpu"
-    model = load_model(s.model, backend=s.backend, dtype=dtype, device=device)
+    model = apply_variant(load_model(s.model, backend=s.backend, dtype=dtype, device=device), s.quantize)
     mapping = s.mapping or model.config.get("cg_mapping") or "5bead"
     s.mapping = mapping
     mol = map_pdb(s.pdb, mapping=mapping)
@@ -153,7 +159,8 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     # 3. System, integrator, Simulation --------------------------------------------------------------------
     R, N = s.replicas, mol.n_beads
     system = build_system(mol, model, replicas=R, priors=priors, network_force=s.network_force)
-    echo(f"note: network backend {model.backend} ({device}, {s.precision} precision)")
+    echo(f"note: network backend {model.backend} ({device}, {s.precision} precision; 16-bit weights: "
+         f"{describe(model.config)})")
     dt_ps = (s.dt_fs * u.femtosecond).value_in_unit(u.picosecond)
     integrator = openmm.LangevinMiddleIntegrator(s.temperature_K * u.kelvin, s.friction_per_ps / u.picosecond,
                                                  dt_ps * u.picosecond)

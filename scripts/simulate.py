@@ -2,6 +2,7 @@
 
     flashschnet-simulate PDB --model MODEL --steps N --out DIR [--replicas R] [--platform CPU] [--seed S]
                          [--dt 4] [--temperature 300] [--report-interval 1000] [--resume]
+                         [--backend torch|triton|reference] [--quantize none|fp16|bf16|fp16-cast|bf16-cast]
 
 Exit status: 0 done, 2 bad input (one-line message), 3 the simulation blew up (the last good checkpoint is
 kept; the message names step, replica and bead).
@@ -40,6 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=["reference", "torch", "triton"], default=None,
                    help="network implementation: reference (mlcg-style autograd), torch (fused CPU path), "
                         "triton (fused GPU kernels); default triton on CUDA, torch otherwise")
+    p.add_argument("--quantize", choices=["none", "fp16", "bf16", "fp16-cast", "bf16-cast"], default="none",
+                   help="store the filter- and output-network weights in 16 bits: fp16/bf16 with one float32 scale "
+                        "per output channel, or the plain cast (-cast); fp32 accumulation (default none; see "
+                        "docs/quantization.md)")
     p.add_argument("--network-force", choices=["torch", "python"], default="torch",
                    help="how OpenMM calls the network: torch (openmm-torch TorchForce, default) or python "
                         "(openmm.PythonForce, no openmm-torch needed)")
@@ -62,7 +67,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         platform=args.platform, seed=args.seed, dt_fs=args.dt, temperature_K=args.temperature,
         friction_per_ps=args.friction, report_interval=args.report_interval,
         checkpoint_interval=args.checkpoint_interval, mapping=args.mapping, priors=args.priors,
-        precision=args.precision, backend=args.backend, network_force=args.network_force, threads=args.threads, max_force=args.max_force,
+        precision=args.precision, backend=args.backend, quantize=args.quantize, network_force=args.network_force,
+        threads=args.threads, max_force=args.max_force,
     )
     err = lambda msg: print(f"flashschnet-simulate: {msg}", file=sys.stderr)  # noqa: E731
     try:

@@ -11,6 +11,9 @@ grids) are in :mod:`flashschnet.ops.flash`.  Conventions shared by all kernels:
 * Float scalars (``rc_graph, rc_rbf, rc_f, alpha, lower``) come through a 5-element tensor of the compute dtype
   (``scal_ptr``), never as Python floats (which Triton would pass as fp32 and lose float64 accuracy).
 * Arithmetic runs in the dtype of the inputs (float32 or float64); matmuls use ``input_precision="ieee"``.
+* Quantized filter weights (``QUANT``): ``A1``/``A2`` hold 16-bit values and ``A1s``/``A2s`` the per-output-
+  channel scales in the compute dtype; the kernels dequantize them in registers (:func:`_load_weight`), so
+  the arithmetic is the same as with the dequantized weights. Unquantized, the scale pointers are unused.
 * Every reduction has a fixed order and there are no atomics, so results repeat bitwise.
 """
 import triton
@@ -116,12 +119,25 @@ def _pair_geometry(xi, yi, zi, bi, vi, xj, yj, zj, bj, vj, rc_graph):
 
 
 @triton.jit
-def _load_filter(A1_ptr, a1_ptr, A2_ptr, mu_ptr, cf_ptr, scal_ptr, kk, ff, KP: tl.constexpr, FP: tl.constexpr):
-    """Weights, loaded once per program: A1^T [KP, FP], a1 [FP], A2^T [FP, FP], basis centres and
-    coefficients [KP], and the float scalars (rc_graph, rc_rbf, rc_f, alpha, lower)."""
-    A1T = tl.load(A1_ptr + ff[None, :] * KP + kk[:, None])
+def _load_weight(w_ptr, s_ptr, o, i, LD: tl.constexpr, QUANT: tl.constexpr):
+    """Weight elements ``W[o, i]`` for broadcastable index tensors ``o`` (output channel) and ``i`` (input),
+    row stride ``LD``. Quantized (``QUANT``): ``q[o, i]`` (16 bits in memory) converted to the dtype of the
+    scales and multiplied by the channel's scale ``s[o]`` -- the dequantized weight, in registers."""
+    w = tl.load(w_ptr + o * LD + i)
+    if QUANT:
+        s = tl.load(s_ptr + o)
+        w = w.to(s.dtype) * s
+    return w
+
+
+@triton.jit
+def _load_filter(A1_ptr, a1_ptr, A2_ptr, A1s_ptr, A2s_ptr, mu_ptr, cf_ptr, scal_ptr, kk, ff,
+                 KP: tl.constexpr, FP: tl.constexpr, QUANT: tl.constexpr):
+    """Weights, loaded once per program: A1^T [KP, FP], a1 [FP], A2^T [FP, FP] (dequantized if QUANT),
+    basis centres and coefficients [KP], and the float scalars (rc_graph, rc_rbf, rc_f, alpha, lower)."""
+    A1T = _load_weight(A1_ptr, A1s_ptr, ff[None, :], kk[:, None], KP, QUANT)
     a1 = tl.load(a1_ptr + ff)
-    A2T = tl.load(A2_ptr + ff[None, :] * FP + ff[:, None])
+    A2T = _load_weight(A2_ptr, A2s_ptr, ff[None, :], ff[:, None], FP, QUANT)
     mu = tl.load(mu_ptr + kk)
     cf = tl.load(cf_ptr + kk)
     return (A1T, a1, A2T, mu, cf, tl.load(scal_ptr + 0), tl.load(scal_ptr + 1), tl.load(scal_ptr + 2),
@@ -144,9 +160,9 @@ def _filter(dflat, mu, cf, alpha, lower, rc_rbf, rc_f, A1T, a1, A2T,
 
 @triton.jit
 def _cfconv_fwd_kernel(pos_ptr, h_ptr, pairs_ptr, row_ptr_ptr, rowbuf_ptr, colbuf_ptr,
-                       A1_ptr, a1_ptr, A2_ptr, mu_ptr, cf_ptr, scal_ptr, N, T,
+                       A1_ptr, a1_ptr, A2_ptr, A1s_ptr, A2s_ptr, mu_ptr, cf_ptr, scal_ptr, N, T,
                        B: tl.constexpr, K: tl.constexpr, KP: tl.constexpr, F: tl.constexpr, FP: tl.constexpr,
-                       BASIS: tl.constexpr, RBF_ENV: tl.constexpr, FILT_ENV: tl.constexpr):
+                       BASIS: tl.constexpr, RBF_ENV: tl.constexpr, FILT_ENV: tl.constexpr, QUANT: tl.constexpr):
     """Program ``g = r*T + I``: for each tile pair ``(r, I, J)`` of its CSR row, ``W`` [B*B, FP] in
     registers; row part ``sum_j W_ij h_j`` accumulated, column part ``sum_i W_ij h_i`` (``I < J``) stored
     to ``colbuf[q]``; finally ``rowbuf[g] = acc``. Partial buffers have width ``F``."""
@@ -157,7 +173,7 @@ def _cfconv_fwd_kernel(pos_ptr, h_ptr, pairs_ptr, row_ptr_ptr, rowbuf_ptr, colbu
     ff = tl.arange(0, FP)
     bl = tl.arange(0, B)
     A1T, a1, A2T, mu, cf, rc_graph, rc_rbf, rc_f, alpha, lower = _load_filter(
-        A1_ptr, a1_ptr, A2_ptr, mu_ptr, cf_ptr, scal_ptr, kk, ff, KP, FP)
+        A1_ptr, a1_ptr, A2_ptr, A1s_ptr, A2s_ptr, mu_ptr, cf_ptr, scal_ptr, kk, ff, KP, FP, QUANT)
 
     bi, vi, xi, yi, zi = _load_tile_pos(pos_ptr, r, I, N, B)
     hI = _load_tile_feat(h_ptr, r, bi, vi, N, F, FP)
@@ -186,10 +202,10 @@ def _cfconv_fwd_kernel(pos_ptr, h_ptr, pairs_ptr, row_ptr_ptr, rowbuf_ptr, colbu
 
 @triton.jit
 def _cfconv_bwd_pos_kernel(pos_ptr, h_ptr, gm_ptr, pairs_ptr, row_ptr_ptr, rowbuf_ptr, colbuf_ptr,
-                           A1_ptr, a1_ptr, A2_ptr, mu_ptr, cf_ptr, scal_ptr, N, T,
+                           A1_ptr, a1_ptr, A2_ptr, A1s_ptr, A2s_ptr, mu_ptr, cf_ptr, scal_ptr, N, T,
                            B: tl.constexpr, K: tl.constexpr, KP: tl.constexpr, F: tl.constexpr,
                            FP: tl.constexpr, BASIS: tl.constexpr, RBF_ENV: tl.constexpr,
-                           FILT_ENV: tl.constexpr):
+                           FILT_ENV: tl.constexpr, QUANT: tl.constexpr):
     """dE/dpos through the distance dependence of ``W``, given ``gm = dE/dm``. Same structure as the
     forward; per unordered pair ``G = gm_i h_j + gm_j h_i`` (also on the diagonal tile, where the row part
     over all ordered (i, j) then covers both members). Partial buffers have width 3."""
@@ -200,9 +216,9 @@ def _cfconv_bwd_pos_kernel(pos_ptr, h_ptr, gm_ptr, pairs_ptr, row_ptr_ptr, rowbu
     ff = tl.arange(0, FP)
     bl = tl.arange(0, B)
     A1T, a1, A2T, mu, cf, rc_graph, rc_rbf, rc_f, alpha, lower = _load_filter(
-        A1_ptr, a1_ptr, A2_ptr, mu_ptr, cf_ptr, scal_ptr, kk, ff, KP, FP)
-    A1 = tl.load(A1_ptr + ff[:, None] * KP + kk[None, :])       # [FP, KP]  (backward only)
-    A2 = tl.load(A2_ptr + ff[:, None] * FP + ff[None, :])       # [FP, FP]
+        A1_ptr, a1_ptr, A2_ptr, A1s_ptr, A2s_ptr, mu_ptr, cf_ptr, scal_ptr, kk, ff, KP, FP, QUANT)
+    A1 = _load_weight(A1_ptr, A1s_ptr, ff[:, None], kk[None, :], KP, QUANT)    # [FP, KP]  (backward only)
+    A2 = _load_weight(A2_ptr, A2s_ptr, ff[:, None], ff[None, :], FP, QUANT)    # [FP, FP]
 
     bi, vi, xi, yi, zi = _load_tile_pos(pos_ptr, r, I, N, B)
     hI = _load_tile_feat(h_ptr, r, bi, vi, N, F, FP)

@@ -27,6 +27,7 @@ import torch
 
 from ..errors import InputError
 from ..neighbors import VerletList
+from .quant import dequantize_weight
 
 
 @dataclass
@@ -77,9 +78,17 @@ def filter_envelope(d: torch.Tensor, b: BasisSpec) -> Tuple[torch.Tensor, torch.
 
 @dataclass
 class FilterWeights:
+    """One block's filter network. ``A1``/``A2`` are the weights computed with (dequantized for a
+    quantized model); ``A1q``/``A1s``, ``A2q``/``A2s`` the stored 16-bit values and float32 scales (None
+    unless quantized), which the Triton kernels load instead."""
+
     A1: torch.Tensor   # [F, K]
     a1: torch.Tensor   # [F]
     A2: torch.Tensor   # [F, F]
+    A1q: Optional[torch.Tensor] = None   # [F, K] float16 / bfloat16
+    A1s: Optional[torch.Tensor] = None   # [F] float32
+    A2q: Optional[torch.Tensor] = None   # [F, F]
+    A2s: Optional[torch.Tensor] = None   # [F]
 
 
 class TorchPairEngine:
@@ -213,22 +222,40 @@ def energy_forces_fused(weights: NodeWeights, positions: torch.Tensor, bead_type
 def unpack_params(params: List[torch.Tensor], ints: List[int],
                   floats: List[float]) -> Tuple[NodeWeights, BasisSpec, List[FilterWeights]]:
     """The fused layout from the packed weights of :meth:`CGSchNet.fused_params` and the model's
-    ``fused_ints`` / ``fused_floats`` (see :mod:`flashschnet.ops.fused` for the order)."""
-    n_blocks, n_hidden, kind, rbf_env, filt_env = ints
+    ``fused_ints`` / ``fused_floats`` (see :mod:`flashschnet.ops.fused` for the order). Quantized weights
+    (``ints[5] == 1``) are dequantized into the dtype of the embedding (the model's dtype)."""
+    n_blocks, n_hidden, kind, rbf_env, filt_env, quantized = ints
     alpha, lower, rc_rbf, rc_filt, rc_graph, _skin = floats
     emb, centers, widths = params[0], params[1], params[2]
-    blocks, filters = [], []
+    dt = emb.dtype
     k = 3
+
+    def weight():
+        nonlocal k
+        if quantized:
+            q, s = params[k], params[k + 1]
+            k += 2
+            return dequantize_weight(q, s, dt), q, s
+        k += 1
+        return params[k - 1], None, None
+
+    def take():
+        nonlocal k
+        k += 1
+        return params[k - 1]
+
+    blocks, filters = [], []
     for _ in range(n_blocks):
-        L1, L2, b2, L, b, A1, a1, A2 = params[k:k + 8]
-        k += 8
-        blocks.append({"L1": L1, "L2": L2, "b2": b2, "L": L, "b": b})
-        filters.append(FilterWeights(A1=A1, a1=a1, A2=A2))
+        blocks.append({"L1": take(), "L2": take(), "b2": take(), "L": take(), "b": take()})
+        A1, A1q, A1s = weight()
+        a1 = take()
+        A2, A2q, A2s = weight()
+        filters.append(FilterWeights(A1=A1, a1=a1, A2=A2, A1q=A1q, A1s=A1s, A2q=A2q, A2s=A2s))
     out = []
     for _ in range(n_hidden):
-        out.append((params[k], params[k + 1]))
-        k += 2
-    out.append((params[k], None))
+        W = weight()[0]
+        out.append((W, take()))
+    out.append((weight()[0], None))
     basis = BasisSpec(kind="gaussian" if kind == 0 else "expnormal", centers=centers, widths=widths, alpha=alpha,
                       lower=lower, rbf_env=bool(rbf_env), rc_rbf=rc_rbf, filt_env=bool(filt_env), rc_filt=rc_filt,
                       rc_graph=rc_graph)

@@ -29,6 +29,7 @@ from torch import nn
 from ..errors import InputError
 from ..ops import resolve_backend
 from ..ops import fused as _fused_op  # noqa: F401  (registers flashschnet::energy_forces)
+from .quant import QuantLinear, normalize_quantization
 
 # ----------------------------------------------------------------------------------------------------------
 # envelopes and radial bases
@@ -156,14 +157,18 @@ def _activation(name: str) -> nn.Module:
 
 
 class MLP(nn.Module):
-    """mlcg ``MLP(widths, activation, last_bias)``: ``layers`` = Linear, act, Linear, act, ..., Linear."""
+    """mlcg ``MLP(widths, activation, last_bias)``: ``layers`` = Linear, act, Linear, act, ..., Linear.
 
-    def __init__(self, widths: List[int], activation: str, last_bias: bool):
+    With ``qdtype`` ("float16" / "bfloat16") the Linears are :class:`~flashschnet.nn.quant.QuantLinear`
+    (channel-wise 16-bit weights)."""
+
+    def __init__(self, widths: List[int], activation: str, last_bias: bool, qdtype: Optional[str] = None):
         super().__init__()
         layers: List[nn.Module] = []
         for a, (w_in, w_out) in enumerate(zip(widths[:-1], widths[1:])):
             last = a == len(widths) - 2
-            layers.append(nn.Linear(w_in, w_out, bias=(last_bias or not last)))
+            bias = last_bias or not last
+            layers.append(nn.Linear(w_in, w_out, bias=bias) if qdtype is None else QuantLinear(w_in, w_out, bias, qdtype))
             if not last:
                 layers.append(_activation(activation))
         self.layers = nn.Sequential(*layers)
@@ -172,11 +177,18 @@ class MLP(nn.Module):
         return self.layers(x)
 
     def fused_params(self) -> List[torch.Tensor]:
-        """``[W0, c0, W1, c1, ..., W_last]`` (the last layer has no bias)."""
+        """``[W0, c0, W1, c1, ..., W_last]`` (the last layer has no bias); quantized layers give
+        ``[q, s]`` (16-bit values, float32 scales) in place of ``W``."""
         out: List[torch.Tensor] = []
         for layer in self.layers:
             if hasattr(layer, "weight"):       # a Linear (TorchScript resolves this per layer)
                 out.append(layer.weight)
+                bias = layer.bias
+                if bias is not None:
+                    out.append(bias)
+            elif hasattr(layer, "weight_q"):   # a QuantLinear
+                out.append(layer.weight_q)
+                out.append(layer.weight_scale)
                 bias = layer.bias
                 if bias is not None:
                     out.append(bias)
@@ -190,11 +202,11 @@ class CFConv(nn.Module):
     ``m_i = sum_{e: dst_e = i} (x_{src_e} L1^T) * (filter(rbf_e) * env_e)``, then ``lin2``.
     """
 
-    def __init__(self, hidden: int, filters: int, num_rbf: int, activation: str):
+    def __init__(self, hidden: int, filters: int, num_rbf: int, activation: str, qdtype: Optional[str] = None):
         super().__init__()
         self.lin1 = nn.Linear(hidden, filters, bias=False)
         self.lin2 = nn.Linear(filters, hidden, bias=True)
-        self.filter_network = MLP([num_rbf, filters, filters], activation, last_bias=False)
+        self.filter_network = MLP([num_rbf, filters, filters], activation, last_bias=False, qdtype=qdtype)
 
     def forward(self, x, rbf, env, src, dst):
         w = self.filter_network(rbf) * env.unsqueeze(-1)          # [E, F]  (materialised: reference)
@@ -206,9 +218,9 @@ class CFConv(nn.Module):
 class InteractionBlock(nn.Module):
     """mlcg ``InteractionBlock``: conv -> activation -> lin (the residual is added by the caller)."""
 
-    def __init__(self, hidden: int, filters: int, num_rbf: int, activation: str):
+    def __init__(self, hidden: int, filters: int, num_rbf: int, activation: str, qdtype: Optional[str] = None):
         super().__init__()
-        self.conv = CFConv(hidden, filters, num_rbf, activation)
+        self.conv = CFConv(hidden, filters, num_rbf, activation, qdtype)
         self.activation = _activation(activation)
         self.lin = nn.Linear(hidden, hidden)
 
@@ -216,10 +228,9 @@ class InteractionBlock(nn.Module):
         return self.lin(self.activation(self.conv(x, rbf, env, src, dst)))
 
     def fused_params(self) -> List[torch.Tensor]:
-        """``[L1, L2, b2, L, b, A1, a1, A2]``."""
-        fl = self.conv.filter_network.fused_params()
-        return [self.conv.lin1.weight, self.conv.lin2.weight, self.conv.lin2.bias, self.lin.weight, self.lin.bias,
-                fl[0], fl[1], fl[2]]
+        """``[L1, L2, b2, L, b, A1, a1, A2]`` (quantized: ``[L1, L2, b2, L, b, A1q, A1s, a1, A2q, A2s]``)."""
+        return [self.conv.lin1.weight, self.conv.lin2.weight, self.conv.lin2.bias, self.lin.weight,
+                self.lin.bias] + self.conv.filter_network.fused_params()
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -249,6 +260,7 @@ def normalize_config(config: Dict[str, Any]) -> Dict[str, Any]:
     cfg.setdefault("output_hidden_layer_widths", [cfg["hidden_channels"]])
     cfg.setdefault("activation", "tanh")
     cfg.setdefault("cg_mapping", None)
+    cfg["quantization"] = normalize_quantization(cfg.get("quantization"))
     rbf = dict(cfg["rbf"])
     rbf.setdefault("kind", "gaussian")
     rbf["cutoff"] = dict(rbf["cutoff"])
@@ -274,10 +286,12 @@ class CGSchNet(nn.Module):
         ``num_interactions`` T, ``embedding_size`` (number of bead types + 1), ``output_hidden_layer_widths``,
         ``activation`` ("tanh"), ``rbf`` = {kind: "gaussian"|"expnormal", num_rbf K, cutoff: {kind:
         "cosine"|"identity", cutoff_lower, cutoff_upper}}, ``cutoff`` = the filter envelope {kind,
-        cutoff_lower, cutoff_upper}, ``cg_mapping`` ("5bead", "ca" or None).
+        cutoff_lower, cutoff_upper}, ``cg_mapping`` ("5bead", "ca" or None), ``quantization`` (None or
+        ``{"dtype": "float16"|"bfloat16", "per_channel": bool}``: channel-wise 16-bit filter- and
+        output-network weights, see :mod:`flashschnet.nn.quant`; made by :func:`flashschnet.quantize`).
     backend : str
         Which implementation computes energies and forces; chosen in one place
-        (:func:`flashschnet.ops.resolve_backend`). Only ``"reference"`` exists in this version.
+        (:func:`flashschnet.ops.resolve_backend`): "reference", "torch" or "triton".
     units : dict
         ``{"length": ..., "energy": ...}`` of the model (mlcg: Angstrom and kcal/mol).
 
@@ -303,20 +317,24 @@ class CGSchNet(nn.Module):
         self.units_json = json.dumps(dict(units or DEFAULT_UNITS), sort_keys=True)
         H, F, K = int(cfg["hidden_channels"]), int(cfg["num_filters"]), int(cfg["rbf"]["num_rbf"])
         act = cfg["activation"]
+        quant = cfg["quantization"]
+        qdtype = None if quant is None else str(quant["dtype"])
         self.embedding_layer = nn.Embedding(int(cfg["embedding_size"]), H)
         self.rbf_layer = _basis(cfg["rbf"])
         self.cutoff = _envelope(cfg["cutoff"])
         self.interaction_blocks = nn.ModuleList(
-            [InteractionBlock(H, F, K, act) for _ in range(int(cfg["num_interactions"]))]
+            [InteractionBlock(H, F, K, act, qdtype) for _ in range(int(cfg["num_interactions"]))]
         )
-        self.output_network = MLP([H] + [int(w) for w in cfg["output_hidden_layer_widths"]] + [1], act, last_bias=False)
+        self.output_network = MLP([H] + [int(w) for w in cfg["output_hidden_layer_widths"]] + [1], act,
+                                  last_bias=False, qdtype=qdtype)
         self.graph_cutoff = float(cfg["rbf"]["cutoff"]["cutoff_upper"])
         self.num_types = int(cfg["embedding_size"])
         # the fused backends' packed configuration (see flashschnet.ops.fused)
         rb = cfg["rbf"]
         n_hidden = len(cfg["output_hidden_layer_widths"])
         self.fused_ints: List[int] = [int(cfg["num_interactions"]), n_hidden, 0 if rb["kind"] == "gaussian" else 1,
-                                      int(rb["cutoff"]["kind"] == "cosine"), int(cfg["cutoff"]["kind"] == "cosine")]
+                                      int(rb["cutoff"]["kind"] == "cosine"), int(cfg["cutoff"]["kind"] == "cosine"),
+                                      int(qdtype is not None)]
         self.fused_floats: List[float] = [float(getattr(self.rbf_layer, "alpha", 0.0)),
                                           float(rb["cutoff"]["cutoff_lower"]), float(rb["cutoff"]["cutoff_upper"]),
                                           float(cfg["cutoff"]["cutoff_upper"]), self.graph_cutoff,

@@ -27,7 +27,7 @@ before the kernels run, so tests prove each element is written.
 from __future__ import annotations
 
 import os
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 
@@ -101,19 +101,38 @@ def _scalars(rc_graph, rc_rbf, rc_f, alpha, lower, dtype, device) -> torch.Tenso
     return torch.tensor([rc_graph, rc_rbf, rc_f, alpha, lower], dtype=dtype, device=device)
 
 
-def _filter_args(A1, a1, A2, K, KP, dtype):
+def _filter_args(A1, a1, A2, K, KP, dtype, A1_scale=None, A2_scale=None):
+    """Zero-padded filter weights ``A1 [FP, KP]``, ``a1 [FP]``, ``A2 [FP, FP]`` and scales ``[FP]``.
+    Unquantized: weights in the compute dtype, the scales a dummy. Quantized (scales given): ``A1``/``A2``
+    stay 16-bit, the scales come in the compute dtype."""
     F = int(A1.shape[0])
     if tuple(A1.shape) != (F, K) or tuple(a1.shape) != (F,) or tuple(A2.shape) != (F, F):
         raise ValueError(f"flashschnet: filter weights must be A1 [F, K={K}], a1 [F], A2 [F, F]; got "
                          f"{tuple(A1.shape)}, {tuple(a1.shape)}, {tuple(A2.shape)}")
+    quant = A1_scale is not None or A2_scale is not None
+    if quant:
+        if A1_scale is None or A2_scale is None:
+            raise ValueError("flashschnet: quantized filter weights need both A1_scale and A2_scale")
+        if A1.dtype not in (torch.float16, torch.bfloat16) or A2.dtype != A1.dtype:
+            raise ValueError(f"flashschnet: quantized A1/A2 must both be float16 or bfloat16, got {A1.dtype}, {A2.dtype}")
+        if tuple(A1_scale.shape) != (F,) or tuple(A2_scale.shape) != (F,):
+            raise ValueError(f"flashschnet: A1_scale and A2_scale must have shape [F={F}]")
+    wdtype = A1.dtype if quant else dtype
     FP = _pow2(F)
-    A1p = torch.zeros(FP, KP, dtype=dtype, device=A1.device)
+    A1p = torch.zeros(FP, KP, dtype=wdtype, device=A1.device)
     a1p = torch.zeros(FP, dtype=dtype, device=A1.device)
-    A2p = torch.zeros(FP, FP, dtype=dtype, device=A1.device)
-    A1p[:F, :K] = A1.to(dtype)
+    A2p = torch.zeros(FP, FP, dtype=wdtype, device=A1.device)
+    A1p[:F, :K] = A1.to(wdtype)
     a1p[:F] = a1.to(dtype)
-    A2p[:F, :F] = A2.to(dtype)
-    return A1p, a1p, A2p, F, FP
+    A2p[:F, :F] = A2.to(wdtype)
+    if quant:
+        s1 = torch.zeros(FP, dtype=dtype, device=A1.device)
+        s2 = torch.zeros(FP, dtype=dtype, device=A1.device)
+        s1[:F] = A1_scale.to(dtype)
+        s2[:F] = A2_scale.to(dtype)
+    else:
+        s1 = s2 = a1p
+    return A1p, a1p, A2p, s1, s2, F, FP, quant
 
 
 def _check_tiles(pos, pairs, row_ptr, col_perm, col_ptr, n_tiles, block):
@@ -199,7 +218,8 @@ def _reduce(k, rowbuf, colbuf, col_perm, col_ptr, out, N, T, B, W, n_prog):
 
 
 def _tiled(kernel: str, width, pos, feats, pairs, row_ptr, col_perm, col_ptr, n_tiles, block, A1, a1, A2,
-           offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha, rbf_env, filt_env, basis_lower) -> torch.Tensor:
+           offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha, rbf_env, filt_env, basis_lower,
+           A1_scale=None, A2_scale=None) -> torch.Tensor:
     """The common launcher of the tiled kernels: checks, padded weights, partial buffers, the kernel over
     destination tiles, then the fixed-order reduction. ``feats`` = [(name, tensor [R, N, F])]; the output
     has width ``width`` (None: F)."""
@@ -209,7 +229,7 @@ def _tiled(kernel: str, width, pos, feats, pairs, row_ptr, col_perm, col_ptr, n_
     R, N = _check_tiles(pos, pairs, row_ptr, col_perm, col_ptr, n_tiles, block)
     T, B = int(n_tiles), int(block)
     mu, cf, K, KP, BASIS = _basis_args(offsets, coeffs, basis, dtype, pos.device)
-    A1p, a1p, A2p, F, FP = _filter_args(A1, a1, A2, K, KP, dtype)
+    A1p, a1p, A2p, s1, s2, F, FP, quant = _filter_args(A1, a1, A2, K, KP, dtype, A1_scale, A2_scale)
     for name, t in feats:
         if tuple(t.shape) != (R, N, F):
             raise ValueError(f"flashschnet: {name} must be [R={R}, N={N}, F={F}], got {tuple(t.shape)}")
@@ -225,8 +245,8 @@ def _tiled(kernel: str, width, pos, feats, pairs, row_ptr, col_perm, col_ptr, n_
         return out
     pr, rp, cp, cptr = _i32(pairs), _i32(row_ptr), _i32(col_perm), _i32(col_ptr)
     getattr(k, kernel)[(R * T,)](
-        p, *fs, pr, rp, rowbuf, colbuf, A1p, a1p, A2p, mu, cf, scal, N, T,
-        B=B, K=K, KP=KP, F=F, FP=FP, BASIS=BASIS, RBF_ENV=bool(rbf_env), FILT_ENV=bool(filt_env))
+        p, *fs, pr, rp, rowbuf, colbuf, A1p, a1p, A2p, s1, s2, mu, cf, scal, N, T,
+        B=B, K=K, KP=KP, F=F, FP=FP, BASIS=BASIS, RBF_ENV=bool(rbf_env), FILT_ENV=bool(filt_env), QUANT=quant)
     _reduce(k, rowbuf, colbuf, cp, cptr, out, N, T, B, W, R * T)
     return out
 
@@ -236,19 +256,24 @@ def cfconv_fwd(pos: torch.Tensor, h: torch.Tensor, pairs: torch.Tensor, row_ptr:
                col_perm: torch.Tensor, col_ptr: torch.Tensor, n_tiles: int, block: int,
                A1: torch.Tensor, a1: torch.Tensor, A2: torch.Tensor, offsets: torch.Tensor, coeffs: torch.Tensor,
                rc_graph: float, rc_rbf: float, rc_f: float, basis: str = "gaussian", alpha: float = 0.0,
-               rbf_env: bool = True, filt_env: bool = True, basis_lower: float = 0.0) -> torch.Tensor:
+               rbf_env: bool = True, filt_env: bool = True, basis_lower: float = 0.0,
+               A1_scale: Optional[torch.Tensor] = None, A2_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
     """``m_i = sum_{j != i, d_ij < rc_graph, same replica} W(d_ij) * h_j`` -> m [R, N, F].
 
     pos [R, N, 3], h [R, N, F]; the tile list (built for these positions, or within its skin) as
     ``tile_args(tiles)``; A1 [F, K], a1 [F], A2 [F, F]; basis ``offsets``/``coeffs`` [K] (module docstring).
+    Channel-wise 16-bit weights: A1, A2 float16/bfloat16 with ``A1_scale``, ``A2_scale`` [F] (float32); the
+    weights used are ``A.to(dtype) * scale[:, None]`` (:mod:`flashschnet.nn.quant`).
     """
     return _tiled("_cfconv_fwd_kernel", None, pos, [("h", h)], pairs, row_ptr, col_perm, col_ptr, n_tiles, block,
-                  A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha, rbf_env, filt_env, basis_lower)
+                  A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha, rbf_env, filt_env, basis_lower,
+                  A1_scale, A2_scale)
 
 
 @cfconv_fwd.register_fake
 def _(pos, h, pairs, row_ptr, col_perm, col_ptr, n_tiles, block, A1, a1, A2, offsets, coeffs,
-      rc_graph, rc_rbf, rc_f, basis="gaussian", alpha=0.0, rbf_env=True, filt_env=True, basis_lower=0.0):
+      rc_graph, rc_rbf, rc_f, basis="gaussian", alpha=0.0, rbf_env=True, filt_env=True, basis_lower=0.0,
+      A1_scale=None, A2_scale=None):
     return pos.new_empty((pos.shape[0], pos.shape[1], A1.shape[0]))
 
 
@@ -258,17 +283,19 @@ def cfconv_bwd_pos(pos: torch.Tensor, h: torch.Tensor, gm: torch.Tensor, pairs: 
                    block: int, A1: torch.Tensor, a1: torch.Tensor, A2: torch.Tensor, offsets: torch.Tensor,
                    coeffs: torch.Tensor, rc_graph: float, rc_rbf: float, rc_f: float, basis: str = "gaussian",
                    alpha: float = 0.0, rbf_env: bool = True, filt_env: bool = True,
-                   basis_lower: float = 0.0) -> torch.Tensor:
+                   basis_lower: float = 0.0, A1_scale: Optional[torch.Tensor] = None,
+                   A2_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
     """``dE/dpos`` [R, N, 3] through the distance dependence of the filters, given ``gm = dE/dm``
     [R, N, F] (h and gm held fixed). Other arguments as :func:`cfconv_fwd`."""
     return _tiled("_cfconv_bwd_pos_kernel", 3, pos, [("h", h), ("gm", gm)], pairs, row_ptr, col_perm, col_ptr,
                   n_tiles, block, A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha, rbf_env,
-                  filt_env, basis_lower)
+                  filt_env, basis_lower, A1_scale, A2_scale)
 
 
 @cfconv_bwd_pos.register_fake
 def _(pos, h, gm, pairs, row_ptr, col_perm, col_ptr, n_tiles, block, A1, a1, A2, offsets, coeffs,
-      rc_graph, rc_rbf, rc_f, basis="gaussian", alpha=0.0, rbf_env=True, filt_env=True, basis_lower=0.0):
+      rc_graph, rc_rbf, rc_f, basis="gaussian", alpha=0.0, rbf_env=True, filt_env=True, basis_lower=0.0,
+      A1_scale=None, A2_scale=None):
     return pos.new_empty(pos.shape)
 
 

@@ -6,12 +6,14 @@ one inside an openmm-torch ``TorchForce``) calls this op once per step with its 
 backend's edge engine and returns energies and exact forces (no autograd). One call per step keeps the
 Python-op overhead (tens of microseconds) out of the inner loops.
 
-Engines keep state between calls (the Verlet neighbour list), keyed by the backend, the address of the
-weights (each TorchForce/Context holds its own copy of the module) and the positions' shape.
+Engines keep state between calls (the Verlet neighbour list), keyed by the backend, the storage and version
+counter of every weight (each TorchForce/Context holds its own copy of the module) and the positions' shape.
 
 Packed layout of ``params``: ``[embedding, basis_centers, basis_widths]`` + per block
-``[L1, L2, b2, L, b, A1, a1, A2]`` + the output MLP's ``[W, c]`` per hidden layer + ``[W_last]``.
-``ints = [n_blocks, n_hidden_out_layers, basis_kind (0 gaussian, 1 expnormal), rbf_env, filt_env]``,
+``[L1, L2, b2, L, b, A1, a1, A2]`` + the output MLP's ``[W, c]`` per hidden layer + ``[W_last]``. In a
+quantized model (``ints[5] == 1``) every filter- and output-network weight ``W`` is the pair ``q, s``
+(16-bit values [out, in], float32 scales [out]; see :mod:`flashschnet.nn.quant`).
+``ints = [n_blocks, n_hidden_out_layers, basis_kind (0 gaussian, 1 expnormal), rbf_env, filt_env, quantized]``,
 ``floats = [alpha, basis_lower, rc_rbf, rc_filt, rc_graph, skin]``.
 """
 from __future__ import annotations
@@ -27,7 +29,11 @@ _MAX_ENGINES = 64
 
 
 def _engine(backend: str, params, ints, floats, positions):
-    key = (backend, params[0].data_ptr(), params[0].device.type, tuple(positions.shape), positions.dtype)
+    # Keyed by the storage and version counter of every weight: an in-place change of any weight gives a new
+    # engine, and the engine keeps the weights alive, so their addresses cannot be reused by another model
+    # while the entry exists.
+    weights_key = tuple((p.data_ptr(), p._version) for p in params)
+    key = (backend, params[0].device.type, tuple(positions.shape), positions.dtype, weights_key)
     eng = _ENGINES.get(key)
     if eng is None:
         _, basis, filters = unpack_params(params, ints, floats)
@@ -37,6 +43,7 @@ def _engine(backend: str, params, ints, floats, positions):
             from .triton_engine import TritonTileEngine
 
             eng = TritonTileEngine(basis, filters, skin=floats[5])
+        eng.pinned_weights = list(params)
         if len(_ENGINES) >= _MAX_ENGINES:
             _ENGINES.pop(next(iter(_ENGINES)))
         _ENGINES[key] = eng

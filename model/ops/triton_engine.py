@@ -58,9 +58,14 @@ class TritonTileEngine:
             raise NeighborListOverflow(f"tile list overflowed its capacity {self.capacity}; raise the capacity")
 
     def _args(self, t: int):
+        """Filter and basis arguments of the launchers; a quantized model's filters go in as 16-bit values
+        with their scales (the kernels dequantize in registers)."""
         f, b = self.filters[t], self.basis
-        return (f.A1, f.a1, f.A2, self.offsets, self.coeffs, b.rc_graph, b.rc_rbf, b.rc_filt, b.kind, b.alpha,
-                b.rbf_env, b.filt_env, b.lower)
+        rest = (self.offsets, self.coeffs, b.rc_graph, b.rc_rbf, b.rc_filt, b.kind, b.alpha, b.rbf_env, b.filt_env,
+                b.lower)
+        if f.A1q is not None:
+            return (f.A1q, f.a1, f.A2q) + rest + (f.A1s, f.A2s)
+        return (f.A1, f.a1, f.A2) + rest
 
     def aggregate(self, t: int, h: torch.Tensor) -> torch.Tensor:
         m = cfconv_fwd(self.pos, h.reshape(self.R, self.N, -1), *self.targs, *self._args(t))

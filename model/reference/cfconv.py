@@ -48,15 +48,20 @@ def _dense_pairs(pos: torch.Tensor, rc_graph: float):
     return r * N + i, r * N + j
 
 
+def _weight(A, scale, dt):
+    return A.to(dt) if scale is None else A.to(dt) * scale.to(dt)[:, None]
+
+
 def _aggregate(pos, h, A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha, rbf_env, filt_env,
-               lower=0.0):
+               lower=0.0, A1_scale=None, A2_scale=None):
     R, N, F = h.shape
     dst, src = _dense_pairs(pos, rc_graph)
     p = pos.reshape(-1, 3)
     d = (p[src] - p[dst]).norm(dim=-1)
     e = _basis(d, offsets, coeffs, rc_rbf, basis, alpha, rbf_env, lower)
     dt = pos.dtype
-    W = torch.tanh(e @ A1.to(dt).T + a1.to(dt)) @ A2.to(dt).T * _envelope(d, rc_f, filt_env)[:, None]
+    W = torch.tanh(e @ _weight(A1, A1_scale, dt).T + a1.to(dt)) @ _weight(A2, A2_scale, dt).T
+    W = W * _envelope(d, rc_f, filt_env)[:, None]
     hf = h.reshape(-1, F).to(dt)
     m = torch.zeros(R * N, F, dtype=dt, device=pos.device).index_add(0, dst, W * hf[src])
     return m.reshape(R, N, F)
@@ -65,19 +70,19 @@ def _aggregate(pos, h, A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basi
 def cfconv_fwd_ref(pos, h, pairs, row_ptr, col_perm, col_ptr, n_tiles: int, block: int, A1, a1, A2, offsets,
                    coeffs, rc_graph: float, rc_rbf: float, rc_f: float, basis: str = "gaussian",
                    alpha: float = 0.0, rbf_env: bool = True, filt_env: bool = True,
-                   basis_lower: float = 0.0) -> torch.Tensor:
+                   basis_lower: float = 0.0, A1_scale=None, A2_scale=None) -> torch.Tensor:
     with torch.no_grad():
         return _aggregate(pos, h, A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha, rbf_env,
-                          filt_env, basis_lower)
+                          filt_env, basis_lower, A1_scale, A2_scale)
 
 
 def cfconv_bwd_pos_ref(pos, h, gm, pairs, row_ptr, col_perm, col_ptr, n_tiles: int, block: int, A1, a1, A2,
                        offsets, coeffs, rc_graph: float, rc_rbf: float, rc_f: float, basis: str = "gaussian",
                        alpha: float = 0.0, rbf_env: bool = True, filt_env: bool = True,
-                   basis_lower: float = 0.0) -> torch.Tensor:
+                       basis_lower: float = 0.0, A1_scale=None, A2_scale=None) -> torch.Tensor:
     with torch.enable_grad():
         p = pos.detach().clone().requires_grad_(True)
         m = _aggregate(p, h.detach(), A1.detach(), a1.detach(), A2.detach(), offsets, coeffs, rc_graph, rc_rbf,
-                       rc_f, basis, alpha, rbf_env, filt_env, basis_lower)
+                       rc_f, basis, alpha, rbf_env, filt_env, basis_lower, A1_scale, A2_scale)
         (g,) = torch.autograd.grad((gm.detach().to(m.dtype) * m).sum(), p, allow_unused=True)
     return torch.zeros_like(pos) if g is None else g
