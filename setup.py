@@ -46,11 +46,12 @@ setup(
         "flashschnet.scripts": "scripts",
     },
     install_requires=_requirements("requirements.txt"),
-    extras_require={"test": [r for r in _requirements("requirements-test.txt") if r.startswith("pytest")]},
+    extras_require={"test": [r for r in _requirements("requirements-test.txt") if r.startswith(("pytest", "hypothesis"))]},
     entry_points={
         "console_scripts": [
             "flashschnet-simulate = flashschnet.scripts.simulate:main",
             "flashschnet-benchmark = flashschnet.scripts.benchmark:main",
+            "flashschnet-quantization-report = flashschnet.scripts.quantization_report:main",
         ],
     },
 )

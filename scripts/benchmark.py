@@ -3,10 +3,11 @@
     flashschnet-benchmark [--pdb PDB] [--model MODEL] [--replicas 1,8,64] [--backends reference,torch]
                           [--device cpu|cuda] [--dtype float32|float64] [--repeats 5] [--warmup 2]
                           [--openmm-steps 20] [--openmm-replicas 8] [--threads T] [--max-memory-gb 16]
-                          [--out benchmark.json]
+                          [--quantize none,fp16,bf16] [--out benchmark.json]
 
-Every configuration (backend, R) runs in a fresh subprocess, so its peak memory is its own: the model is
-loaded with that backend, the structure is replicated R times with small random displacements (0.1 A,
+Every configuration (backend, 16-bit weight variant, R) runs in a fresh subprocess, so its peak memory is its
+own: the model is loaded with that backend (and quantized as ``--quantize`` says, see
+:mod:`flashschnet.nn.quant`), the structure is replicated R times with small random displacements (0.1 A,
 fixed seed), ``model.energy_forces`` is called ``--warmup`` times and then timed ``--repeats`` times.
 
 * time: ``time.perf_counter`` around each call (CUDA: synchronised before and after); median and min ms.
@@ -18,8 +19,9 @@ fixed seed), ``model.energy_forces`` is called ``--warmup`` times and then timed
 * a configuration predicted (linearly in R, from the same backend measured at a smaller R in this run) to
   exceed ``--max-memory-gb`` is skipped and reported as such; predictions are never shown as measurements.
 
-Ratios (speed-up vs reference, memory as % of reference) are given only for R where the reference and the
-other backend were both measured in this invocation. The OpenMM run packs ``--openmm-replicas`` replicas in
+Ratios (speed-up vs reference, memory as % of reference) are given only for R where the unquantized reference
+and the other configuration were both measured in this invocation. ``weights KB`` is the size of the model's
+parameters and buffers (what 16-bit storage shrinks). The OpenMM run packs ``--openmm-replicas`` replicas in
 one System (network only, no priors) and times ``Simulation.step`` on the CPU platform (CUDA with
 ``--device cuda``).
 """
@@ -87,6 +89,16 @@ def _name_list(text: str) -> List[str]:
     return names
 
 
+_VARIANTS = ("none", "fp16", "bf16", "fp16-cast", "bf16-cast")   # flashschnet.nn.quant.VARIANTS (a test checks)
+
+
+def _variant_list(text: str) -> List[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names or any(n not in _VARIANTS for n in names):
+        raise argparse.ArgumentTypeError(f"quantize variants must be among {','.join(_VARIANTS)}; got {text!r}")
+    return list(dict.fromkeys(names))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="flashschnet-benchmark",
@@ -101,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated replica counts R (default 1,8,64; 1,8,64,128 on CUDA)")
     p.add_argument("--backends", type=_name_list, default=None,
                    help="comma-separated backends (default reference,torch on CPU; reference,torch,triton on CUDA)")
+    p.add_argument("--quantize", type=_variant_list, default=None,
+                   help="comma-separated 16-bit weight variants to run with every backend: none, fp16, bf16, "
+                        "fp16-cast, bf16-cast (default none)")
     p.add_argument("--device", choices=["cpu", "cuda"], default=None, help="default cuda if available, else cpu")
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="network dtype (default float32)")
     p.add_argument("--repeats", type=int, default=5, help="timed calls per configuration (default 5)")
@@ -157,6 +172,17 @@ def _positions(torch, mol, replicas: int, dtype, device):
     return pos.to(dtype=dtype, device=device).contiguous()
 
 
+def _load(flashschnet, cfg: Dict[str, Any], dtype, device):
+    from flashschnet.nn.quant import apply_variant
+
+    model = flashschnet.load_model(cfg["model"], backend=cfg["backend"], dtype=dtype, device=device)
+    return apply_variant(model, cfg.get("quantize", "none"))
+
+
+def _weights_kb(model) -> float:
+    return sum(t.numel() * t.element_size() for t in model.state_dict().values()) / 1024.0
+
+
 def _worker_energy_forces(cfg: Dict[str, Any]) -> Dict[str, Any]:
     torch = _setup_torch(cfg)
     import flashschnet
@@ -164,7 +190,7 @@ def _worker_energy_forces(cfg: Dict[str, Any]) -> Dict[str, Any]:
     device, R = cfg["device"], int(cfg["replicas"])
     dtype = getattr(torch, cfg["dtype"])
     cuda = device.startswith("cuda")
-    model = flashschnet.load_model(cfg["model"], backend=cfg["backend"], dtype=dtype, device=device)
+    model = _load(flashschnet, cfg, dtype, device)
     mol = flashschnet.map_pdb(cfg["pdb"])
     pos = _positions(torch, mol, R, dtype, device)
     types = torch.as_tensor(mol.bead_types, dtype=torch.long, device=device)
@@ -203,6 +229,7 @@ def _worker_energy_forces(cfg: Dict[str, Any]) -> Dict[str, Any]:
     per_replica = TIMESTEP_NS * SECONDS_PER_DAY / med
     return {
         "n_beads": int(mol.n_beads),
+        "weights_kb": _weights_kb(model),
         "times_ms": [t * 1e3 for t in times],
         "median_ms": med * 1e3,
         "min_ms": min(times) * 1e3,
@@ -229,7 +256,7 @@ def _worker_openmm(cfg: Dict[str, Any]) -> Dict[str, Any]:
 
     device, R = cfg["device"], int(cfg["replicas"])
     dtype = getattr(torch, cfg["dtype"])
-    model = flashschnet.load_model(cfg["model"], backend=cfg["backend"], dtype=dtype, device=device)
+    model = _load(flashschnet, cfg, dtype, device)
     mol = flashschnet.map_pdb(cfg["pdb"])
     system = build_system(mol, model, replicas=R, priors=None, network_force=cfg.get("network_force", "torch"))
     integrator = openmm.LangevinMiddleIntegrator(300 * unit.kelvin, 1 / unit.picosecond, 4 * unit.femtosecond)
@@ -346,16 +373,25 @@ def _fmt(x: Optional[float], spec: str) -> str:
     return "-" if x is None else format(x, spec)
 
 
+def label(backend: str, quantize: str = "none") -> str:
+    """A configuration's name in tables and ratios: the backend, with ``+VARIANT`` for 16-bit weights."""
+    return backend if quantize in (None, "none") else f"{backend}+{quantize}"
+
+
+def _label(r: Dict[str, Any]) -> str:
+    return label(r["backend"], r.get("quantize", "none"))
+
+
 def compute_ratios(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    ok = {(r["backend"], r["replicas"]): r for r in results if r["status"] == "ok"}
+    ok = {(_label(r), r["replicas"]): r for r in results if r["status"] == "ok"}
     ratios = []
-    for (backend, R), r in sorted(ok.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+    for (name, R), r in sorted(ok.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         ref = ok.get(("reference", R))
-        if backend == "reference" or ref is None:
+        if name == "reference" or ref is None:
             continue
         mem_pct = (100.0 * r["peak_extra_mb"] / ref["peak_extra_mb"]) if ref["peak_extra_mb"] > 0 else None
         ratios.append({
-            "backend": backend, "replicas": R,
+            "backend": r["backend"], "quantize": r.get("quantize", "none"), "label": name, "replicas": R,
             "speedup_vs_reference": ref["median_ms"] / r["median_ms"],
             "memory_pct_of_reference": mem_pct,
         })
@@ -363,22 +399,23 @@ def compute_ratios(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 
 def format_table(report: Dict[str, Any]) -> str:
-    ratio = {(q["backend"], q["replicas"]): q for q in report["ratios"]}
-    head = ["backend", "R", "median ms", "min ms", "ns/day/rep", "ns/day aggr", "peak extra MB",
+    ratio = {(q.get("label", q["backend"]), q["replicas"]): q for q in report["ratios"]}
+    head = ["backend", "R", "median ms", "min ms", "ns/day/rep", "ns/day aggr", "peak extra MB", "weights KB",
             "speed-up vs ref", "mem % of ref"]
     rows = []
     for r in report["results"]:
+        name = _label(r)
         if r["status"] != "ok":
-            rows.append([r["backend"], str(r["replicas"]), f"{r['status']}: {r.get('reason') or r.get('error')}"])
+            rows.append([name, str(r["replicas"]), f"{r['status']}: {r.get('reason') or r.get('error')}"])
             continue
-        q = ratio.get((r["backend"], r["replicas"]))
+        q = ratio.get((name, r["replicas"]))
         rows.append([
-            r["backend"], str(r["replicas"]), _fmt(r["median_ms"], ".1f"), _fmt(r["min_ms"], ".1f"),
+            name, str(r["replicas"]), _fmt(r["median_ms"], ".1f"), _fmt(r["min_ms"], ".1f"),
             _fmt(r["ns_per_day_per_replica"], ".4g"), _fmt(r["ns_per_day_aggregate"], ".4g"),
-            _fmt(r["peak_extra_mb"], ".1f"),
-            ("1.00x" if r["backend"] == "reference" else
+            _fmt(r["peak_extra_mb"], ".1f"), _fmt(r.get("weights_kb"), ".1f"),
+            ("1.00x" if name == "reference" else
              (f"{q['speedup_vs_reference']:.2f}x" if q else "-")),
-            ("100%" if r["backend"] == "reference" else
+            ("100%" if name == "reference" else
              (_fmt(q["memory_pct_of_reference"], ".1f") + "%" if q and q["memory_pct_of_reference"] is not None
               else "-")),
         ])
@@ -399,24 +436,24 @@ def format_table(report: Dict[str, Any]) -> str:
     if report["openmm"]:
         lines.append("")
         lines.append("OpenMM (packed replicas, network only, LangevinMiddle 4 fs):")
-        lines.append(f"{'backend':>9}  {'platform':>8}  {'R':>3}  {'steps':>5}  {'ms/step':>10}  "
+        lines.append(f"{'backend':>14}  {'platform':>8}  {'R':>3}  {'steps':>5}  {'ms/step':>10}  "
                      f"{'ns/day/rep':>10}  {'ns/day aggr':>11}")
         for o in report["openmm"]:
             if o["status"] != "ok":
-                lines.append(f"{o['backend']:>9}  {o.get('platform', '-'):>8}  {o['replicas']:>3}  {o['steps']:>5}  "
+                lines.append(f"{_label(o):>14}  {o.get('platform', '-'):>8}  {o['replicas']:>3}  {o['steps']:>5}  "
                              f"{o['status']}: {o.get('error')}")
             else:
-                lines.append(f"{o['backend']:>9}  {o['platform']:>8}  {o['replicas']:>3}  {o['steps']:>5}  "
+                lines.append(f"{_label(o):>14}  {o['platform']:>8}  {o['replicas']:>3}  {o['steps']:>5}  "
                              f"{o['ms_per_step']:>10.1f}  {o['ns_per_day_per_replica']:>10.4g}  "
                              f"{o['ns_per_day_aggregate']:>11.4g}")
     return "\n".join(lines)
 
 
 # -------------------------------------------------------------------------------------------------- main
-def _predict_mb(results: List[Dict[str, Any]], backend: str, R: int, strict: bool = True) -> Optional[Dict[str, Any]]:
-    """Peak extra memory of (backend, R) predicted linearly in R from the largest smaller R measured
-    (``strict=False``: smaller or equal)."""
-    done = [r for r in results if r["backend"] == backend and r["status"] == "ok"
+def _predict_mb(results: List[Dict[str, Any]], name: str, R: int, strict: bool = True) -> Optional[Dict[str, Any]]:
+    """Peak extra memory of configuration ``name`` (see :func:`label`) at R, predicted linearly in R from the
+    largest smaller R measured (``strict=False``: smaller or equal)."""
+    done = [r for r in results if _label(r) == name and r["status"] == "ok"
             and (r["replicas"] < R if strict else r["replicas"] <= R)]
     if not done:
         return None
@@ -437,6 +474,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         raise SystemExit("flashschnet-benchmark: --device cuda but CUDA is not available")
     replicas = sorted(set(args.replicas or ([1, 8, 64, 128] if device == "cuda" else [1, 8, 64])))
     backends = args.backends or (["reference", "torch", "triton"] if device == "cuda" else ["reference", "torch"])
+    quantize = args.quantize or ["none"]
     if args.repeats < 1 or args.warmup < 0 or args.openmm_steps < 0 or args.openmm_replicas < 1:
         raise SystemExit("flashschnet-benchmark: --repeats and --openmm-replicas must be >= 1, "
                          "--warmup and --openmm-steps >= 0")
@@ -450,7 +488,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     limit_mb = args.max_memory_gb * 1024.0
     settings = {
         "pdb": str(pdb), "pdb_name": pdb.name, "n_beads": n_beads, "model": str(model),
-        "replicas": replicas, "backends": backends, "device": device, "dtype": args.dtype,
+        "replicas": replicas, "backends": backends, "quantize": quantize, "device": device, "dtype": args.dtype,
         "repeats": args.repeats, "warmup": args.warmup, "openmm_steps": args.openmm_steps,
         "openmm_replicas": args.openmm_replicas, "openmm_force": args.openmm_force, "threads": threads, "max_memory_gb": args.max_memory_gb,
         "timestep_fs": 4.0, "displacement_angstrom": DISPLACEMENT_A, "seed": SEED,
@@ -461,59 +499,63 @@ def main(argv: Optional[List[str]] = None) -> int:
                               "results": [], "ratios": [], "openmm": []}
     t_start = time.perf_counter()
 
+    configs = [(b, q) for q in quantize for b in backends]
     for R in replicas:
-        for backend in backends:
-            entry: Dict[str, Any] = {"backend": backend, "replicas": R}
+        for backend, quant in configs:
+            name = label(backend, quant)
+            entry: Dict[str, Any] = {"backend": backend, "quantize": quant, "replicas": R}
             if backend == "triton" and device != "cuda":
                 entry.update(status="skipped", reason="triton needs CUDA (the CPU interpreter is not benchmarked)")
                 report["results"].append(entry)
-                _log(f"{backend:>9} R={R:<4} skipped (no CUDA)")
+                _log(f"{name:>14} R={R:<4} skipped (no CUDA)")
                 continue
-            pred = _predict_mb(report["results"], backend, R)
+            pred = _predict_mb(report["results"], name, R)
             if pred is not None and pred["predicted_mb"] > limit_mb:
                 entry.update(status="skipped", predicted_peak_extra_mb=pred["predicted_mb"],
                              predicted_from_replicas=pred["from_replicas"],
                              reason=f"predicted {pred['predicted_mb'] / 1024:.1f} GB > limit "
                                     f"{args.max_memory_gb:g} GB (linear in R from R={pred['from_replicas']})")
                 report["results"].append(entry)
-                _log(f"{backend:>9} R={R:<4} skipped: {entry['reason']}")
+                _log(f"{name:>14} R={R:<4} skipped: {entry['reason']}")
                 continue
-            _log(f"{backend:>9} R={R:<4} running ({args.warmup} warm-up + {args.repeats} timed calls) ...")
-            out = _run_worker(dict(base_cfg, kind="energy_forces", backend=backend, replicas=R,
+            _log(f"{name:>14} R={R:<4} running ({args.warmup} warm-up + {args.repeats} timed calls) ...")
+            out = _run_worker(dict(base_cfg, kind="energy_forces", backend=backend, quantize=quant, replicas=R,
                                    warmup=args.warmup, repeats=args.repeats))
             entry.update(out)
             report["results"].append(entry)
             if entry["status"] == "ok":
-                _log(f"{backend:>9} R={R:<4} median {entry['median_ms']:.1f} ms/call, "
+                _log(f"{name:>14} R={R:<4} median {entry['median_ms']:.1f} ms/call, "
                      f"peak extra {entry['peak_extra_mb']:.0f} MB ({entry['subprocess_wall_s']:.0f} s)")
             else:
-                _log(f"{backend:>9} R={R:<4} {entry['status']}: {entry.get('error')}")
+                _log(f"{name:>14} R={R:<4} {entry['status']}: {entry.get('error')}")
     report["ratios"] = compute_ratios(report["results"])
 
     if args.openmm_steps > 0:
         R = args.openmm_replicas
-        for backend in backends:
-            entry = {"backend": backend, "replicas": R, "steps": args.openmm_steps, "network_force": args.openmm_force}
+        for backend, quant in configs:
+            name = label(backend, quant)
+            entry = {"backend": backend, "quantize": quant, "replicas": R, "steps": args.openmm_steps,
+                     "network_force": args.openmm_force}
             if backend == "triton" and device != "cuda":
                 entry.update(status="skipped", error="triton needs CUDA")
                 report["openmm"].append(entry)
                 continue
-            pred = _predict_mb(report["results"], backend, R, strict=False)
+            pred = _predict_mb(report["results"], name, R, strict=False)
             if pred is not None and pred["predicted_mb"] > limit_mb:
                 entry.update(status="skipped",
                              error=f"predicted {pred['predicted_mb'] / 1024:.1f} GB > limit "
                                    f"{args.max_memory_gb:g} GB")
                 report["openmm"].append(entry)
                 continue
-            _log(f"{backend:>9} OpenMM R={R} {args.openmm_steps} steps ...")
-            out = _run_worker(dict(base_cfg, kind="openmm", backend=backend, replicas=R,
+            _log(f"{name:>14} OpenMM R={R} {args.openmm_steps} steps ...")
+            out = _run_worker(dict(base_cfg, kind="openmm", backend=backend, quantize=quant, replicas=R,
                                    warmup=args.warmup, steps=args.openmm_steps, network_force=args.openmm_force))
             entry.update(out)
             report["openmm"].append(entry)
             if entry["status"] == "ok":
-                _log(f"{backend:>9} OpenMM R={R} {entry['ms_per_step']:.1f} ms/step")
+                _log(f"{name:>14} OpenMM R={R} {entry['ms_per_step']:.1f} ms/step")
             else:
-                _log(f"{backend:>9} OpenMM R={R} {entry['status']}: {entry.get('error')}")
+                _log(f"{name:>14} OpenMM R={R} {entry['status']}: {entry.get('error')}")
 
     report["total_wall_s"] = time.perf_counter() - t_start
     out_path = Path(args.out)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import EXAMPLES
 from flashschnet.scripts.benchmark import main
 
@@ -93,3 +95,40 @@ def test_openmm_run_through_python_force(tmp_path):
     assert rc == 0
     report = json.loads(out.read_text())
     assert report["openmm"][0]["status"] == "ok" and report["openmm"][0]["network_force"] == "python"
+
+
+def test_quantized_rows(tmp_path, capsys):
+    """--quantize adds a row per variant (label backend+variant) with the smaller weights and a ratio to the
+    unquantized reference; the OpenMM run uses the quantized model too."""
+    out = tmp_path / "q.json"
+    rc = main(["--pdb", str(EXAMPLES / "1L2Y_trpcage.pdb"), "--replicas", "1", "--backends", "reference,torch",
+               "--quantize", "none,fp16,bf16-cast", "--repeats", "1", "--warmup", "1", "--openmm-steps", "2",
+               "--openmm-replicas", "1", "--threads", "1", "--device", "cpu", "--out", str(out)])
+    assert rc == 0
+    report = json.loads(out.read_text())
+    assert report["settings"]["quantize"] == ["none", "fp16", "bf16-cast"]
+    rows = {(r["backend"], r["quantize"]): r for r in report["results"]}
+    assert len(rows) == 6 and all(r["status"] == "ok" and r["outputs_finite"] for r in rows.values())
+    assert rows[("torch", "fp16")]["weights_kb"] < rows[("torch", "none")]["weights_kb"]
+    assert rows[("torch", "fp16")]["weights_kb"] == rows[("torch", "bf16-cast")]["weights_kb"]
+    labels = {q["label"] for q in report["ratios"]}
+    assert labels == {"torch", "reference+fp16", "torch+fp16", "reference+bf16-cast", "torch+bf16-cast"}
+    assert {(o["backend"], o["quantize"]) for o in report["openmm"]} == set(rows)
+    assert all(o["status"] == "ok" for o in report["openmm"])
+    table = capsys.readouterr().out
+    assert "torch+fp16" in table and "weights KB" in table
+
+
+def test_bad_quantize_list_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        main(["--quantize", "fp8"])
+    assert "quantize variants must be among" in capsys.readouterr().err
+
+
+def test_variant_names_match_the_library():
+    from flashschnet.nn.quant import VARIANTS
+    from flashschnet.scripts import benchmark, simulate
+
+    assert tuple(VARIANTS) == benchmark._VARIANTS
+    action = next(a for a in simulate.build_parser()._actions if a.dest == "quantize")
+    assert tuple(action.choices) == tuple(VARIANTS)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -169,3 +170,14 @@ def test_python_force_run(tmp_path):
     rc, out = _run(tmp_path, "py", "--network-force", "python", steps=10)
     assert rc == 0
     assert md.load(str(out / "replica_000.dcd"), top=str(out / "topology.pdb")).n_frames == 1
+
+
+def test_quantized_run_records_the_variant_and_resumes_only_with_it(tmp_path, capsys):
+    rc, out = _run(tmp_path, "q", "--quantize", "fp16", steps=10)
+    assert rc == 0
+    assert json.loads((out / "run.json").read_text())["quantize"] == "fp16"
+    assert "16-bit weights: float16, per-channel scales" in capsys.readouterr().err
+    assert md.load(str(out / "replica_000.dcd"), top=str(out / "topology.pdb")).n_frames == 1
+    rc = main([PDB, "--model", MODEL, "--steps", "20", "--out", str(out), "--report-interval", "10", "--quiet",
+               "--resume", "--quantize", "bf16"])
+    assert rc == 2 and "quantize" in capsys.readouterr().err

@@ -316,3 +316,17 @@ def test_force_error_bounds_versus_fp32(fixture_a, example_frames, variant_name,
         _, f32 = fp32.energy_forces(pos.float(), types)
         _, fq = apply_variant(fp32, variant_name).energy_forces(pos.float(), types)
         assert _rel_rmse(fq, f32.double()) < bound, (path, variant_name)
+
+
+def test_a_saved_quantized_model_runs_in_the_cli(tmp_path, capsys):
+    from flashschnet.scripts.simulate import main
+
+    model = load_model(EXAMPLES / "trpcage_placeholder.pt")
+    path = tmp_path / "trpcage_fp16.pt"
+    save_checkpoint(path, quantize(model, torch.float16), priors=model.priors, metadata=model.metadata)
+    args = [str(EXAMPLES / "1L2Y_trpcage.pdb"), "--model", str(path), "--steps", "10", "--report-interval", "10",
+            "--seed", "1", "--quiet", "--threads", "1"]
+    assert main(args + ["--out", str(tmp_path / "a")]) == 0
+    assert "16-bit weights: float16, per-channel scales" in capsys.readouterr().err
+    assert main(args + ["--out", str(tmp_path / "b"), "--quantize", "bf16"]) == 2
+    assert "already quantized" in capsys.readouterr().err

@@ -23,7 +23,17 @@ for dtype in (torch.float64, torch.float32):
     df = ((f.double().cpu() - A["forces_kcal_mol_A"]).abs().max() / A["forces_kcal_mol_A"].abs().max()).item()
     runs = [m.energy_forces(A["positions_A"].to("cuda", dtype), A["bead_types"].cuda())[1] for _ in range(3)]
     print(dtype, "rel. error E", de, "F", df, "bitwise repeatable", all(torch.equal(runs[0], r) for r in runs))
+    for v in ("fp16", "bf16"):      # channel-wise 16-bit weights: the kernels vs the plain-PyTorch reference
+        q = flashschnet.quantize(m, torch.float16 if v == "fp16" else torch.bfloat16)
+        r = flashschnet.quantize(flashschnet.load_model("tests/data/oracles/mlcg_schnet_A.pt", backend="reference",
+                                                        dtype=dtype, device="cuda"), torch.float16 if v == "fp16" else torch.bfloat16)
+        fq = q.energy_forces(A["positions_A"].to("cuda", dtype), A["bead_types"].cuda())[1]
+        fr = r.energy_forces(A["positions_A"].to("cuda", dtype), A["bead_types"].cuda())[1]
+        print(dtype, v, "triton vs reference (same 16-bit weights) rel.", ((fq - fr).abs().max() / fr.abs().max()).item())
 PY
-timeout 420 python3 -m flashschnet.scripts.benchmark --device cuda --replicas 1,8,64,128 \
+timeout 300 python3 -m flashschnet.scripts.benchmark --device cuda --replicas 1,8,64,128 \
     --backends reference,torch,triton --openmm-force python --openmm-replicas 64 --openmm-steps 50 \
     --max-memory-gb 100 --out "$OUT/benchmark-gpu.json" | tee "$OUT/benchmark-gpu.txt"
+# channel-wise 16-bit weights side by side with float32 weights (same backend, same run)
+timeout 120 python3 -m flashschnet.scripts.benchmark --device cuda --replicas 64,128 --backends triton \
+    --quantize none,fp16,bf16 --openmm-steps 0 --out "$OUT/benchmark-gpu-quantized.json" | tee "$OUT/benchmark-gpu-quantized.txt"

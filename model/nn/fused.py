@@ -219,23 +219,25 @@ def energy_forces_fused(weights: NodeWeights, positions: torch.Tensor, bead_type
     return energy, (-gpos).reshape(R, N, 3)
 
 
-def unpack_params(params: List[torch.Tensor], ints: List[int],
-                  floats: List[float]) -> Tuple[NodeWeights, BasisSpec, List[FilterWeights]]:
+def unpack_params(params: List[torch.Tensor], ints: List[int], floats: List[float],
+                  with_filters: bool = True) -> Tuple[NodeWeights, BasisSpec, List[FilterWeights]]:
     """The fused layout from the packed weights of :meth:`CGSchNet.fused_params` and the model's
     ``fused_ints`` / ``fused_floats`` (see :mod:`flashschnet.ops.fused` for the order). Quantized weights
-    (``ints[5] == 1``) are dequantized into the dtype of the embedding (the model's dtype)."""
+    (``ints[5] == 1``) are dequantized into the dtype of the embedding (the model's dtype).
+    ``with_filters=False`` skips the filter networks (returns an empty list; the per-step call, whose
+    engine holds its own filters)."""
     n_blocks, n_hidden, kind, rbf_env, filt_env, quantized = ints
     alpha, lower, rc_rbf, rc_filt, rc_graph, _skin = floats
     emb, centers, widths = params[0], params[1], params[2]
     dt = emb.dtype
     k = 3
 
-    def weight():
+    def weight(needed: bool = True):
         nonlocal k
         if quantized:
             q, s = params[k], params[k + 1]
             k += 2
-            return dequantize_weight(q, s, dt), q, s
+            return (dequantize_weight(q, s, dt) if needed else None), q, s
         k += 1
         return params[k - 1], None, None
 
@@ -247,10 +249,11 @@ def unpack_params(params: List[torch.Tensor], ints: List[int],
     blocks, filters = [], []
     for _ in range(n_blocks):
         blocks.append({"L1": take(), "L2": take(), "b2": take(), "L": take(), "b": take()})
-        A1, A1q, A1s = weight()
+        A1, A1q, A1s = weight(with_filters)
         a1 = take()
-        A2, A2q, A2s = weight()
-        filters.append(FilterWeights(A1=A1, a1=a1, A2=A2, A1q=A1q, A1s=A1s, A2q=A2q, A2s=A2s))
+        A2, A2q, A2s = weight(with_filters)
+        if with_filters:
+            filters.append(FilterWeights(A1=A1, a1=a1, A2=A2, A1q=A1q, A1s=A1s, A2q=A2q, A2s=A2s))
     out = []
     for _ in range(n_hidden):
         W = weight()[0]

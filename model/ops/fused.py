@@ -56,7 +56,7 @@ def energy_forces(positions: torch.Tensor, bead_types: torch.Tensor, params: Lis
     """Energies ``[R]`` and forces ``[R, N, 3]`` of a CGSchNet (model units) for positions ``[R, N, 3]``."""
     with torch.no_grad():
         eng = _engine(backend, params, ints, floats, positions)
-        weights, _, _ = unpack_params(params, ints, floats)
+        weights, _, _ = unpack_params(params, ints, floats, with_filters=False)
         e, f = energy_forces_fused(weights, positions.contiguous(), bead_types, eng)
     return e, f
 

@@ -1,0 +1,58 @@
+"""flashschnet-quantization-report: --help through the console entry point, and a tiny run (one variant, the
+fused CPU path) that writes the Markdown report, the JSON and valid PNGs."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import oracle_path
+from flashschnet.scripts.quantization_report import main
+
+ENTRY = Path(sys.executable).parent / "flashschnet-quantization-report"
+
+
+def test_help_through_the_console_entry_point():
+    assert ENTRY.exists(), f"console entry point not installed at {ENTRY}"
+    res = subprocess.run([str(ENTRY), "--help"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    for flag in ("--out", "--variants", "--langevin-steps", "--nve-steps", "--oracle", "--quick"):
+        assert flag in res.stdout
+
+
+def test_quick_report(tmp_path, capsys):
+    out = tmp_path / "rep"
+    rc = main(["--quick", "--variants", "fp16", "--backends", "torch", "--out", str(out), "--threads", "1",
+               "--quiet", "--oracle", str(oracle_path("mlcg_schnet_A.pt"))])
+    assert rc == 0
+    report = json.loads((out / "quantization.json").read_text())
+    datasets = {r["dataset"].split(" ")[0] for r in report["frame_errors"]}
+    assert datasets == {"mlcg", "Langevin"}
+    fp16 = [r for r in report["frame_errors"] if r["variant"] == "fp16"]
+    assert len(fp16) == 2 and all(0 < r["force_rel_rmse_vs_fp32"] < 0.01 for r in fp16)
+    none = [r for r in report["frame_errors"] if r["variant"] == "none"]
+    assert all(r["force_rel_rmse_vs_fp32"] == 0.0 and r["force_rel_rmse"] < 1e-4 for r in none)
+    assert [r["variant"] for r in report["langevin"]] == ["none", "fp16"]
+    assert all(r["completed"] and r["steps"] == 200 for r in report["langevin"])
+    assert set(report["nve"]) == {"none", "fp16"}
+    for r in report["nve"].values():
+        assert r["completed"] and len(r["total_energy_kJ_mol"]) == 11
+    assert set(report["weight_errors"]) == {"trpcage_placeholder", "mlcg_schnet_A"}
+    md = (out / "quantization.md").read_text()
+    assert "## Verdict" in md and "**fp16**: worst force relative RMSE" in md and "within the 1 % target" in md
+    for png in ["quantization_errors.png", "quantization_nve.png", "quantization_ranges_trpcage_placeholder.png",
+                "quantization_ranges_mlcg_schnet_A.png"]:
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+        assert f"]({png})" in md
+    assert "within the 1 % target" in capsys.readouterr().out
+
+
+def test_bad_arguments(capsys, tmp_path):
+    import pytest
+
+    with pytest.raises(SystemExit):
+        main(["--variants", "fp8"])
+    assert "variants must be among" in capsys.readouterr().err
+    assert main(["--model", str(tmp_path / "missing.pt"), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    assert "no such file" in capsys.readouterr().err
