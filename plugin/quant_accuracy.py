@@ -23,16 +23,19 @@ from ..errors import SimulationInstabilityError
 from ..nn.quant import QDTYPES, VARIANTS, apply_variant, dequantize_weight, quantize_weight
 
 
+def _quantizable(model):
+    """``(name, weight [out, in] float64)`` of every Linear that :func:`flashschnet.quantize` stores in 16 bits."""
+    for name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.Linear) and (".filter_network." in name or name.startswith("output_network.")):
+            yield name, mod.weight.detach().double()
+
+
 def channel_ranges(model) -> List[Dict[str, object]]:
     """For each quantized weight matrix of an unquantized CGSchNet: name, shape, and per output channel the
     largest and smallest non-zero |w| (lists)."""
     out = []
-    for name, mod in model.named_modules():
-        if not isinstance(mod, torch.nn.Linear):
-            continue
-        if ".filter_network." not in name and not name.startswith("output_network."):
-            continue
-        w = mod.weight.detach().double().abs()
+    for name, w in _quantizable(model):
+        w = w.abs()
         nz = torch.where(w > 0, w, torch.full_like(w, float("inf")))
         out.append({"name": name, "shape": list(w.shape), "amax": w.amax(1).tolist(),
                     "amin_nonzero": nz.amin(1).tolist()})
@@ -42,12 +45,7 @@ def channel_ranges(model) -> List[Dict[str, object]]:
 def weight_errors(model) -> List[Dict[str, object]]:
     """Round-trip error of every quantized matrix for each variant: max relative and RMS relative error."""
     rows = []
-    for name, mod in model.named_modules():
-        if not isinstance(mod, torch.nn.Linear):
-            continue
-        if ".filter_network." not in name and not name.startswith("output_network."):
-            continue
-        w = mod.weight.detach().double()
+    for name, w in _quantizable(model):
         for variant, spec in VARIANTS.items():
             if spec is None:
                 continue

@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from ._cli import cpu_model, name_list
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PDB = "examples/4PTI_bpti.pdb"
 DEFAULT_MODEL = "tests/data/oracles/mlcg_schnet_A.pt"
@@ -82,21 +84,14 @@ def _int_list(text: str) -> List[int]:
 
 
 def _name_list(text: str) -> List[str]:
-    names = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [n for n in names if n not in ("reference", "torch", "triton")]
-    if not names or bad:
-        raise argparse.ArgumentTypeError(f"backends must be among reference,torch,triton; got {text!r}")
-    return names
+    return name_list(text, ("reference", "torch", "triton"), "backends")
 
 
 _VARIANTS = ("none", "fp16", "bf16", "fp16-cast", "bf16-cast")   # flashschnet.nn.quant.VARIANTS (a test checks)
 
 
 def _variant_list(text: str) -> List[str]:
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    if not names or any(n not in _VARIANTS for n in names):
-        raise argparse.ArgumentTypeError(f"quantize variants must be among {','.join(_VARIANTS)}; got {text!r}")
-    return list(dict.fromkeys(names))
+    return name_list(text, _VARIANTS, "quantize variants")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -329,29 +324,18 @@ def _run_worker(cfg: Dict[str, Any]) -> Dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------- machine info
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return _platform.processor() or "unknown"
-
-
 def machine_info(device: str, threads: int) -> Dict[str, Any]:
     import torch
 
     info: Dict[str, Any] = {
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "cores": os.cpu_count(),
         "cores_available": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "python": _platform.python_version(),
         "torch_version": torch.__version__,
         "threads": threads,
         "device": device,
-        "device_name": _cpu_model() if device == "cpu" else torch.cuda.get_device_name(0),
+        "device_name": cpu_model() if device == "cpu" else torch.cuda.get_device_name(0),
         "platform": _platform.platform(),
     }
     try:

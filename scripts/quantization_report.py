@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from ._cli import name_list
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PDB = "examples/1L2Y_trpcage.pdb"
 DEFAULT_MODEL = "examples/trpcage_placeholder.pt"
@@ -49,11 +51,11 @@ def _path(p: str) -> Path:
 
 
 def _variants(text: str) -> List[str]:
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [n for n in names if n not in VARIANT_NAMES]
-    if not names or bad:
-        raise argparse.ArgumentTypeError(f"variants must be among {','.join(VARIANT_NAMES)}; got {text!r}")
-    return list(dict.fromkeys(names))
+    return name_list(text, VARIANT_NAMES, "variants")
+
+
+def _backends(text: str) -> List[str]:
+    return name_list(text, ("torch", "reference", "triton"), "backends")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "tests/data/oracles/mlcg_schnet_A.pt or ../shared/oracles/mlcg/; skipped if absent)")
     p.add_argument("--variants", type=_variants, default=list(VARIANT_NAMES),
                    help="comma-separated 16-bit variants (default fp16,bf16,fp16-cast,bf16-cast)")
-    p.add_argument("--backends", default="torch,reference",
+    p.add_argument("--backends", type=_backends, default=["torch", "reference"],
                    help="backends evaluated on the frames (default torch,reference; add triton on CUDA or under "
                         "TRITON_INTERPRET=1)")
     p.add_argument("--langevin-steps", type=int, default=10000, help="Langevin steps per variant (default 10000)")
@@ -90,12 +92,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ------------------------------------------------------------------------------------------------- plots
-def _plot_ranges(ranges: List[Dict[str, Any]], title: str, path: Path) -> None:
+def _pyplot():
     import matplotlib
 
-    matplotlib.use("Agg")
+    matplotlib.use("Agg")          # files only, no display
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    _pyplot().close(fig)
+
+
+def _plot_ranges(ranges: List[Dict[str, Any]], title: str, path: Path) -> None:
     import numpy as np
+
+    plt = _pyplot()
 
     n = len(ranges)
     cols = min(3, n)
@@ -117,17 +132,13 @@ def _plot_ranges(ranges: List[Dict[str, Any]], title: str, path: Path) -> None:
         ax.axis("off")
     axes.flat[0].legend(fontsize=6, loc="lower left")
     fig.suptitle(f"Per-output-channel weight range: {title}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def _plot_errors(rows: List[Dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
+
+    plt = _pyplot()
 
     sel = [r for r in rows if r["backend"] == "torch" and r["variant"] != "none"]
     datasets = list(dict.fromkeys(r["dataset"] for r in sel))
@@ -145,17 +156,13 @@ def _plot_errors(rows: List[Dict[str, Any]], path: Path) -> None:
     ax.set_ylabel("force relative RMSE vs float32")
     ax.legend(fontsize=7)
     ax.set_title("Force error of the 16-bit variants (fused CPU path, float32 arithmetic)", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def _plot_nve(nve: Dict[str, Dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
+
+    plt = _pyplot()
 
     fig, ax = plt.subplots(figsize=(7.0, 3.6))
     for variant, r in nve.items():
@@ -166,9 +173,7 @@ def _plot_nve(nve: Dict[str, Dict[str, Any]], path: Path) -> None:
     ax.set_ylabel("E_total - E_total(0) (kJ/mol)")
     ax.legend(fontsize=7)
     ax.set_title("NVE total energy, same starting state for every variant", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)
 
 
 # ---------------------------------------------------------------------------------------------- markdown
@@ -309,17 +314,14 @@ def _main(args, argv, np, torch) -> int:
     from flashschnet.errors import InputError
     from flashschnet.nn.quant import apply_variant
     from flashschnet.openmm import quant_accuracy as qa
-    from flashschnet.scripts.benchmark import _cpu_model
+    from flashschnet.scripts._cli import cpu_model
     from flashschnet.openmm.units import conversion_factors
 
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.quick:
         args.langevin_steps, args.report_interval, args.nve_steps, args.nve_interval = 200, 50, 100, 10
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    for b in backends:
-        if b not in ("torch", "reference", "triton"):
-            raise InputError(f"--backends: unknown backend {b!r} (torch, reference, triton)")
+    backends = args.backends
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     pdb, model_path = _path(args.pdb), _path(args.model)
@@ -346,7 +348,7 @@ def _main(args, argv, np, torch) -> int:
 
     report: Dict[str, Any] = {
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "machine": {"date": time.strftime("%Y-%m-%d"), "cpu": _cpu_model(), "torch": torch.__version__,
+        "machine": {"date": time.strftime("%Y-%m-%d"), "cpu": cpu_model(), "torch": torch.__version__,
                     "openmm": openmm.version.version, "threads": torch.get_num_threads()},
         "frame_errors": [], "langevin": [], "nve": {}, "weight_errors": {}, "range_plots": {}, "notes": notes,
     }

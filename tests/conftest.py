@@ -50,3 +50,36 @@ def rel_error(a, b) -> float:
     a = torch.as_tensor(a).detach().double()
     b = torch.as_tensor(b).detach().double()
     return float((a - b).abs().max() / b.abs().max().clamp_min(1e-300))
+
+
+def assert_forces_match_finite_differences(model, pos, bead_types, points, h: float = 1e-5, tol: float = 1e-7):
+    """Central differences of ``model.energy_forces`` energies (one replica, float64) at ``points`` =
+    [(bead, axis)] against its forces: |fd - f| < tol * max(1, |f|)."""
+    _, f = model.energy_forces(pos, bead_types)
+    for i, a in points:
+        p, q = pos.clone(), pos.clone()
+        p[0, i, a] += h
+        q[0, i, a] -= h
+        fd = -(model.energy_forces(p, bead_types)[0] - model.energy_forces(q, bead_types)[0]) / (2 * h)
+        assert abs(float(fd) - float(f[0, i, a])) < tol * max(1.0, abs(float(f[0, i, a]))), (i, a)
+
+
+def torchforce_energy_forces(model, pos_angstrom, bead_types, platform: str = "Reference"):
+    """Energy (kcal/mol, all replicas) and forces [R*N, 3] (kcal/mol/A) of ``model`` as an OpenMM TorchForce
+    (packed replicas, masses 12) at positions [R, N, 3] in Angstrom (an mlcg-unit model)."""
+    import openmm
+    import openmm.unit as u
+
+    from flashschnet.openmm.force import add_network_force
+
+    R = pos_angstrom.shape[0]
+    system = openmm.System()
+    for _ in range(R * len(bead_types)):
+        system.addParticle(12.0)
+    add_network_force(system, model, bead_types, R)
+    ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName(platform))
+    ctx.setPositions((pos_angstrom.reshape(-1, 3) * 0.1).numpy())
+    st = ctx.getState(getEnergy=True, getForces=True)
+    energy = st.getPotentialEnergy().value_in_unit(u.kilojoule_per_mole) / 4.184
+    forces = st.getForces(asNumpy=True).value_in_unit(u.kilojoule_per_mole / u.nanometer) / 41.84
+    return energy, forces

@@ -5,15 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import EXAMPLES, oracle_path, rel_error
+from conftest import EXAMPLES, assert_forces_match_finite_differences, oracle_path, rel_error
 from flashschnet import load_model, map_pdb
 from flashschnet.neighbors import NeighborListOverflow, VerletList, pair_list, tile_pairs, tile_pairs_fixed
 from flashschnet.nn.fused import TorchPairEngine, energy_forces_fused, unpack
 from flashschnet.ops.fused import clear_engine_cache
-
-
-
-
 
 
 @pytest.mark.parametrize("dtype, tol_e, tol_f", [(torch.float64, 1e-10, 1e-10), (torch.float32, 1e-5, 1e-4)])
@@ -63,16 +59,8 @@ def test_real_protein_several_replicas_match_reference():
 
 def test_forces_match_finite_differences(fixture_a):
     m = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="torch")
-    pos = fixture_a["positions_A"][4:5].clone()
-    types = fixture_a["bead_types"]
-    _, f = m.energy_forces(pos, types)
-    h = 1e-5
-    for i, a in [(0, 0), (7, 1), (20, 2), (48, 0)]:
-        p, q = pos.clone(), pos.clone()
-        p[0, i, a] += h
-        q[0, i, a] -= h
-        fd = -(m.energy_forces(p, types)[0] - m.energy_forces(q, types)[0]) / (2 * h)
-        assert abs(float(fd) - float(f[0, i, a])) < 1e-7 * max(1.0, abs(float(f[0, i, a])))
+    assert_forces_match_finite_differences(m, fixture_a["positions_A"][4:5].clone(), fixture_a["bead_types"],
+                                           [(0, 0), (7, 1), (20, 2), (48, 0)])
 
 
 def test_bitwise_deterministic(fixture_a):

@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from conftest import EXAMPLES, oracle_path, rel_error
+from conftest import (EXAMPLES, assert_forces_match_finite_differences, oracle_path, rel_error,
+                      torchforce_energy_forces)
 from flashschnet import InputError, load_model, map_pdb, quantize, save_checkpoint
 from flashschnet.neighbors import tile_pairs
 from flashschnet.nn.quant import (QDTYPES, VARIANTS, QuantLinear, apply_variant, dequantize_weight, quantize_weight)
@@ -196,39 +197,19 @@ def test_quantized_real_protein_several_replicas_torch_path():
 
 def test_quantized_forces_are_the_exact_gradient(fixture_a):
     """Quantization changes the potential, not the consistency of its forces: central differences."""
-    model = _model("fp16", "torch")
-    pos = fixture_a["positions_A"][:1].clone()
-    types = fixture_a["bead_types"]
-    _, f = model.energy_forces(pos, types)
-    h = 1e-5
-    for bead, axis in [(0, 0), (7, 1), (30, 2), (48, 0)]:
-        p1, p2 = pos.clone(), pos.clone()
-        p1[0, bead, axis] += h
-        p2[0, bead, axis] -= h
-        fd = -(model.energy_forces(p1, types)[0] - model.energy_forces(p2, types)[0]) / (2 * h)
-        assert abs(float(fd) - float(f[0, bead, axis])) < 1e-7 * max(1.0, abs(float(fd)))
+    assert_forces_match_finite_differences(_model("fp16", "torch"), fixture_a["positions_A"][:1].clone(),
+                                           fixture_a["bead_types"], [(0, 0), (7, 1), (30, 2), (48, 0)])
 
 
 def test_quantized_model_through_torchscript_and_torchforce(fixture_a):
-    import openmm
-    import openmm.unit as u
-
-    from flashschnet.openmm.force import add_network_force
-
     model = _model("fp16", "torch")
     pos, types = fixture_a["positions_A"][:2], fixture_a["bead_types"]
     e1, f1 = model.energy_forces(pos, types)
     e2, f2 = torch.jit.script(model).energy_forces(pos, types)
     assert torch.equal(e1, e2) and torch.equal(f1, f2)
-    system = openmm.System()
-    for _ in range(2 * len(types)):
-        system.addParticle(12.0)
-    add_network_force(system, model, types, 2)
-    ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("Reference"))
-    ctx.setPositions((pos.reshape(-1, 3) * 0.1).numpy())
-    st = ctx.getState(getEnergy=True, getForces=True)
-    energy = st.getPotentialEnergy().value_in_unit(u.kilojoule_per_mole) / 4.184
+    energy, forces = torchforce_energy_forces(model, pos, types)
     assert abs(energy - float(e1.sum())) < 1e-9 * max(1.0, abs(energy))
+    assert float((torch.as_tensor(forces) - f1.reshape(-1, 3)).abs().max()) < 1e-9 * float(f1.abs().max())
 
 
 def test_quantized_checkpoint_round_trip_is_bitwise(tmp_path, fixture_a):

@@ -4,21 +4,15 @@ TorchScript and an OpenMM TorchForce calling the custom op; determinism."""
 from __future__ import annotations
 
 import numpy as np
-import openmm
-import openmm.unit as u
 import pytest
 import torch
 
-from conftest import oracle_path, rel_error
+from conftest import assert_forces_match_finite_differences, oracle_path, rel_error, torchforce_energy_forces
 from flashschnet import load_model
 from flashschnet.nn.fused import energy_forces_fused, unpack
 from flashschnet.ops.triton_engine import TritonTileEngine
 
 pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
-
-
-
-
 
 
 @pytest.mark.parametrize("dtype, tol_e, tol_f", [(torch.float64, 1e-10, 1e-10), (torch.float32, 1e-5, 1e-4)])
@@ -44,16 +38,8 @@ def test_tiny_molecules_match_reference(n):
 
 def test_forces_match_finite_differences(fixture_a):
     m = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="triton")
-    pos = fixture_a["positions_A"][6:7].clone()
-    types = fixture_a["bead_types"]
-    _, f = m.energy_forces(pos, types)
-    h = 1e-5
-    for i, a in [(2, 0), (31, 2)]:
-        p, q = pos.clone(), pos.clone()
-        p[0, i, a] += h
-        q[0, i, a] -= h
-        fd = -(m.energy_forces(p, types)[0] - m.energy_forces(q, types)[0]) / (2 * h)
-        assert abs(float(fd) - float(f[0, i, a])) < 1e-7 * max(1.0, abs(float(f[0, i, a])))
+    assert_forces_match_finite_differences(m, fixture_a["positions_A"][6:7].clone(), fixture_a["bead_types"],
+                                           [(2, 0), (31, 2)])
 
 
 def test_deterministic_and_skin_reuse(fixture_a):
@@ -76,17 +62,7 @@ def test_torchscript_and_torchforce_call_the_custom_op(fixture_a):
     scripted = torch.jit.script(model)
     e, f = scripted.energy_forces(pos, types)
     assert rel_error(f, fixture_a["forces_kcal_mol_A"][:2]) < 1e-10
-    from flashschnet.openmm.force import add_network_force
-
-    system = openmm.System()
-    for _ in range(2 * len(types)):
-        system.addParticle(12.0)
-    add_network_force(system, model, types, 2)
-    ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("Reference"))
-    ctx.setPositions((pos.reshape(-1, 3) * 0.1).numpy())
-    st = ctx.getState(getEnergy=True, getForces=True)
-    energy = st.getPotentialEnergy().value_in_unit(u.kilojoule_per_mole) / 4.184
-    forces = st.getForces(asNumpy=True).value_in_unit(u.kilojoule_per_mole / u.nanometer) / 41.84
+    energy, forces = torchforce_energy_forces(model, pos, types)
     assert abs(energy - float(fixture_a["energies_kcal_mol"][:2].sum())) < 1e-9
     assert np.abs(forces - fixture_a["forces_kcal_mol_A"][:2].reshape(-1, 3).numpy()).max() < 1e-9
 

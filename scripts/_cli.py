@@ -1,0 +1,27 @@
+"""Small helpers shared by the command-line front ends (no torch import: ``--help`` stays fast)."""
+from __future__ import annotations
+
+import argparse
+import platform
+from typing import Iterable, List
+
+
+def name_list(text: str, allowed: Iterable[str], what: str) -> List[str]:
+    """Comma-separated names, each one of ``allowed``, duplicates dropped (argparse ``type=``)."""
+    allowed = tuple(allowed)
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names or any(n not in allowed for n in names):
+        raise argparse.ArgumentTypeError(f"{what} must be among {','.join(allowed)}; got {text!r}")
+    return list(dict.fromkeys(names))
+
+
+def cpu_model() -> str:
+    """The CPU's model name as /proc/cpuinfo gives it."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
