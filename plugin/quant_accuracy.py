@@ -139,6 +139,21 @@ def langevin_check(pdb: str, model_path: str, variant: str, steps: int, out_dir:
     return res
 
 
+def drift_fit(time_ps: Sequence[float], total_kj_mol: Sequence[float]) -> Dict[str, float]:
+    """Least-squares slope of the total energy (kJ/mol/ns) and its standard error (from the residuals,
+    samples taken as independent). A slope within two standard errors of zero is no measurable drift."""
+    t = np.asarray(time_ps, dtype=np.float64) * 1e-3
+    e = np.asarray(total_kj_mol, dtype=np.float64)
+    if len(t) < 3:
+        return {"slope": float("nan"), "stderr": float("nan")}
+    A = np.vstack([t, np.ones_like(t)]).T
+    coef, *_ = np.linalg.lstsq(A, e, rcond=None)
+    resid = e - A @ coef
+    s2 = float(resid @ resid) / (len(t) - 2)
+    stderr = float(np.sqrt(s2 / float(((t - t.mean()) ** 2).sum())))
+    return {"slope": float(coef[0]), "stderr": stderr}
+
+
 def nve_drift(mol, model, priors, positions_nm: np.ndarray, velocities_nm_ps: np.ndarray, dt_fs: float,
               steps: int, interval: int, platform: str = "Reference") -> Dict[str, object]:
     """Total energy of an NVE (velocity Verlet) run from the given state, every ``interval`` steps, and its
@@ -165,11 +180,10 @@ def nve_drift(mol, model, priors, positions_nm: np.ndarray, velocities_nm_ps: np
             break
         times.append(st.getTime().value_in_unit(u.picosecond))
         totals.append(e)
-    t = np.array(times)
-    e = np.array(totals)
-    slope = float(np.polyfit(t * 1e-3, e, 1)[0]) if len(t) > 2 else float("nan")   # kJ/mol/ns
+    fit = drift_fit(times, totals)
     dof = 3 * mol.n_beads
     kT = 0.0083144626 * 300.0
-    return {"dt_fs": dt_fs, "steps": steps, "completed": len(t) == steps // interval + 1,
-            "time_ps": t.tolist(), "total_energy_kJ_mol": e.tolist(), "drift_kJ_mol_ns": slope,
-            "drift_kT_per_dof_ns": slope / (dof * kT), "fluctuation_kJ_mol": float(e.std()) if len(e) else None}
+    return {"dt_fs": dt_fs, "steps": steps, "completed": len(times) == steps // interval + 1, "dof": dof,
+            "time_ps": list(times), "total_energy_kJ_mol": list(totals), "drift_kJ_mol_ns": fit["slope"],
+            "drift_stderr_kJ_mol_ns": fit["stderr"], "drift_kT_per_dof_ns": fit["slope"] / (dof * kT),
+            "fluctuation_kJ_mol": float(np.std(totals)) if totals else None}

@@ -86,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=3, help="seed of the runs and of the NVE velocities (default 3)")
     p.add_argument("--quick", action="store_true",
                    help="tiny run for tests: 200 Langevin steps, 100 NVE steps (numbers not meaningful)")
+    p.add_argument("--from-json", default=None, metavar="JSON",
+                   help="do not measure: re-render the Markdown and PNGs into --out from a quantization.json")
     p.add_argument("--keep-runs", action="store_true", help="keep the Langevin runs' directories (default: deleted)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
@@ -168,7 +170,8 @@ def _plot_nve(nve: Dict[str, Dict[str, Any]], path: Path) -> None:
     for variant, r in nve.items():
         e = np.array(r["total_energy_kJ_mol"])
         if len(e):
-            ax.plot(r["time_ps"], e - e[0], lw=0.9, label=f"{variant} ({r['drift_kJ_mol_ns']:+.3g} kJ/mol/ns)")
+            ax.plot(r["time_ps"], e - e[0], lw=0.9,
+                    label=f"{variant} ({r['drift_kJ_mol_ns']:+.3g} ± {r['drift_stderr_kJ_mol_ns']:.2g} kJ/mol/ns)")
     ax.set_xlabel("time (ps)")
     ax.set_ylabel("E_total - E_total(0) (kJ/mol)")
     ax.legend(fontsize=7)
@@ -245,11 +248,17 @@ def format_markdown(report: Dict[str, Any]) -> str:
              "(300 K, seeded). Forces are the exact gradient of each variant's own energy, so quantization "
              "changes the potential, not energy conservation.")
     L.append("")
-    L.append("| variant | drift (kJ/mol/ns) | drift (kT per DOF per ns) | total-energy fluctuation (kJ/mol) | completed |")
+    L.append("Drift = least-squares slope of the total energy ± its standard error; a slope within two standard "
+             "errors of zero is no measurable drift at this run length (the total energy fluctuates by the "
+             "integrator's shadow-Hamiltonian error, the same for every variant).")
+    L.append("")
+    L.append("| variant | drift ± SE (kJ/mol/ns) | measurable drift? | total-energy fluctuation, std (kJ/mol) | "
+             "completed |")
     L.append("|---|---|---|---|---|")
     for variant, r in report["nve"].items():
-        L.append(f"| {variant} | {_g(r['drift_kJ_mol_ns'])} | {_g(r['drift_kT_per_dof_ns'])} | "
-                 f"{_g(r['fluctuation_kJ_mol'])} | {'yes' if r['completed'] else 'NO'} |")
+        sig = abs(r["drift_kJ_mol_ns"]) > 2 * r["drift_stderr_kJ_mol_ns"]
+        L.append(f"| {variant} | {r['drift_kJ_mol_ns']:+.3g} ± {r['drift_stderr_kJ_mol_ns']:.2g} | "
+                 f"{'yes' if sig else 'no'} | {_g(r['fluctuation_kJ_mol'])} | {'yes' if r['completed'] else 'NO'} |")
     L.append("")
     L.append("![NVE](quantization_nve.png)")
     L.append("")
@@ -259,13 +268,20 @@ def format_markdown(report: Dict[str, Any]) -> str:
     L.append("")
     L.append("| model | matrix | variant | max rel. error | RMS rel. error |")
     L.append("|---|---|---|---|---|")
+    same = report.get("same_weights", {})
     for model_name, rows in report["weight_errors"].items():
+        if model_name in same:
+            continue
         for r in rows:
             if "error" in r:
                 L.append(f"| {model_name} | {r['matrix']} | {r['variant']} | {r['error']} | |")
             else:
                 L.append(f"| {model_name} | {r['matrix']} | {r['variant']} | {_g(r['max_rel'])} | {_g(r['rms_rel'])} |")
     L.append("")
+    for later, earlier in same.items():
+        L.append(f"`{later}` has the same filter- and output-network weights as `{earlier}` (its rows and plot "
+                 "are not repeated).")
+        L.append("")
     for model_name, png in report["range_plots"].items():
         L.append(f"![{model_name}]({png})")
         L.append("")
@@ -286,9 +302,14 @@ def _verdicts(report: Dict[str, Any]) -> List[str]:
         st = stab.get(v)
         ok_stab = bool(st and st["stable"])
         steps = st["steps"] if st else 0
+        nve = report["nve"].get(v)
+        drift = "" if nve is None else (
+            f"; NVE drift {nve['drift_kJ_mol_ns']:+.3g} ± {nve['drift_stderr_kJ_mol_ns']:.2g} kJ/mol/ns "
+            f"({'MEASURABLE' if abs(nve['drift_kJ_mol_ns']) > 2 * nve['drift_stderr_kJ_mol_ns'] else 'not measurable'}"
+            f" over {nve['steps']} steps)")
         out.append(f"**{v}**: worst force relative RMSE vs float32 {_g(worst)} "
                    f"({'within' if ok_err else 'MISSES'} the 1 % target); {steps}-step Langevin run "
-                   f"{'stable' if ok_stab else 'NOT stable'}.")
+                   f"{'stable' if ok_stab else 'NOT stable'}{drift}.")
     return out
 
 
@@ -297,9 +318,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     import numpy as np
     import torch
 
-    from flashschnet.errors import FlashSchNetError
+    from flashschnet.errors import FlashSchNetError, InputError
 
     try:
+        if args.from_json:
+            src = Path(args.from_json)
+            if not src.exists():
+                raise InputError(f"--from-json {src}: no such file")
+            render(json.loads(src.read_text()), Path(args.out))
+            return 0
         return _main(args, argv, np, torch)
     except FlashSchNetError as exc:
         _log(f"error: {exc}")
@@ -408,27 +435,56 @@ def _main(args, argv, np, torch) -> int:
         report["nve"][v] = qa.nve_drift(mol, m, model32.priors, start, vel, args.nve_dt, args.nve_steps,
                                         args.nve_interval, platform=args.platform)
         tick(f"nve {v}")
-    # 6. plots, verdicts, files -------------------------------------------------------------------------------
-    for name, rg in ranges.items():
+    if args.keep_runs:
+        report["notes"].append(f"the Langevin runs are kept in {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    render(report, out)
+    tick("plots")
+    if bar is not None:
+        bar.close()
+    return 0
+
+
+def _same_weights(report: Dict[str, Any]) -> Dict[str, str]:
+    """Models whose quantized matrices are identical to an earlier model's: {later: earlier}."""
+    seen: Dict[str, str] = {}
+    same: Dict[str, str] = {}
+    for name, rg in report["channel_ranges"].items():
+        key = json.dumps(rg, sort_keys=True)
+        if key in seen:
+            same[name] = seen[key]
+        else:
+            seen[key] = name
+    return same
+
+
+def render(report: Dict[str, Any], out: Path) -> None:
+    """Plots, verdicts, ``quantization.md`` and ``quantization.json`` in ``out`` from a measured report."""
+    from flashschnet.openmm.quant_accuracy import drift_fit
+
+    out.mkdir(parents=True, exist_ok=True)
+    for r in report["nve"].values():          # reports written before the fit's standard error existed
+        if "drift_stderr_kJ_mol_ns" not in r:
+            fit = drift_fit(r["time_ps"], r["total_energy_kJ_mol"])
+            r["drift_kJ_mol_ns"], r["drift_stderr_kJ_mol_ns"] = fit["slope"], fit["stderr"]
+    same = _same_weights(report)
+    report["same_weights"] = same
+    report["range_plots"] = {}
+    for name, rg in report["channel_ranges"].items():
+        if name in same:
+            continue
         png = f"quantization_ranges_{name}.png"
         _plot_ranges(rg, name, out / png)
         report["range_plots"][name] = png
     _plot_errors(report["frame_errors"], out / "quantization_errors.png")
     _plot_nve(report["nve"], out / "quantization_nve.png")
-    tick("plots")
-    if bar is not None:
-        bar.close()
-    if args.keep_runs:
-        report["notes"].append(f"the Langevin runs are kept in {work}")
-    else:
-        shutil.rmtree(work, ignore_errors=True)
     report["verdicts"] = _verdicts(report)
     (out / "quantization.json").write_text(json.dumps(report, indent=1) + "\n")
     (out / "quantization.md").write_text(format_markdown(report) + "\n")
     for v in report["verdicts"]:
         print(v.replace("**", ""))
     print(f"wrote {out / 'quantization.md'}, {out / 'quantization.json'} and the PNGs")
-    return 0
 
 
 if __name__ == "__main__":

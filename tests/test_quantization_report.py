@@ -41,11 +41,31 @@ def test_quick_report(tmp_path, capsys):
     assert set(report["weight_errors"]) == {"trpcage_placeholder", "mlcg_schnet_A"}
     md = (out / "quantization.md").read_text()
     assert "## Verdict" in md and "**fp16**: worst force relative RMSE" in md and "within the 1 % target" in md
-    for png in ["quantization_errors.png", "quantization_nve.png", "quantization_ranges_trpcage_placeholder.png",
-                "quantization_ranges_mlcg_schnet_A.png"]:
+    for png in ["quantization_errors.png", "quantization_nve.png", "quantization_ranges_trpcage_placeholder.png"]:
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
         assert f"]({png})" in md
     assert "within the 1 % target" in capsys.readouterr().out
+    # the placeholder example reuses fixture A's network: its weight rows and range plot are not repeated
+    assert report["same_weights"] == {"mlcg_schnet_A": "trpcage_placeholder"}
+    assert "quantization_ranges_mlcg_schnet_A.png" not in md
+    # re-rendering from the JSON gives the same report without measuring again
+    again = tmp_path / "again"
+    assert main(["--from-json", str(out / "quantization.json"), "--out", str(again)]) == 0
+    assert (again / "quantization.md").read_text() == md
+    assert (again / "quantization_nve.png").exists()
+
+
+def test_drift_fit_recovers_a_known_slope():
+    import numpy as np
+
+    from flashschnet.openmm.quant_accuracy import drift_fit
+
+    t = np.linspace(0.0, 10.0, 201)                        # ps
+    noise = np.random.default_rng(0).normal(0.0, 0.5, t.size)
+    fit = drift_fit(t, 3.0 + 40.0 * t * 1e-3 + noise)      # 40 kJ/mol/ns
+    assert abs(fit["slope"] - 40.0) < 3 * fit["stderr"] and 5.0 < fit["stderr"] < 30.0
+    flat = drift_fit(t, 3.0 + noise)
+    assert abs(flat["slope"]) < 3 * flat["stderr"]
 
 
 def test_bad_arguments(capsys, tmp_path):

@@ -12,7 +12,7 @@ from flashschnet.openmm.quant_accuracy import langevin_check
 @pytest.mark.parametrize("variant", ["none", "fp16"])
 def test_example_is_stable_for_10000_steps(tmp_path, variant):
     res = langevin_check(str(EXAMPLES / "1L2Y_trpcage.pdb"), str(EXAMPLES / "trpcage_placeholder.pt"), variant,
-                         10_000, str(tmp_path / variant), seed=3, report_interval=500, threads=1)
+                         10_000, str(tmp_path / variant), seed=3, report_interval=500)
     assert res["completed"] and res["frames"] == 20
     assert res["max_bond_deviation"] < 0.25, "a CG bond stretched or compressed by more than 25%"
     assert 240.0 < res["mean_temperature_K"] < 360.0
