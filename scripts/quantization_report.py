@@ -232,7 +232,9 @@ def format_markdown(report: Dict[str, Any]) -> str:
     L.append("")
     L.append(f"`flashschnet-simulate` settings: {s['pdb']} with {s['model']}, 4 fs, 300 K, 1/ps, seed {s['seed']}, "
              f"{s['langevin_steps']} steps, platform {s['platform']}. Stable = completed, every CG bond within 25 % "
-             "of its PDB length in every frame, mean temperature (after the first fifth) within 240-360 K.")
+             "of its PDB length in every frame, mean temperature (after the first fifth) within 240-360 K. ns/day is "
+             "that run's wall clock (whatever else the machine was doing), not a benchmark: speed is measured by "
+             "`flashschnet-benchmark --quantize`.")
     L.append("")
     L.append("| variant | steps | stable | max bond deviation | mean T (K) | ns/day |")
     L.append("|---|---|---|---|---|---|")
@@ -315,9 +317,6 @@ def _verdicts(report: Dict[str, Any]) -> List[str]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    import numpy as np
-    import torch
-
     from flashschnet.errors import FlashSchNetError, InputError
 
     try:
@@ -327,15 +326,17 @@ def main(argv: Optional[List[str]] = None) -> int:
                 raise InputError(f"--from-json {src}: no such file")
             render(json.loads(src.read_text()), Path(args.out))
             return 0
-        return _main(args, argv, np, torch)
+        return _measure(args, argv)
     except FlashSchNetError as exc:
         _log(f"error: {exc}")
         return 2
 
 
-def _main(args, argv, np, torch) -> int:
+def _measure(args, argv) -> int:
     import mdtraj as md
+    import numpy as np
     import openmm
+    import torch
 
     import flashschnet
     from flashschnet.errors import InputError

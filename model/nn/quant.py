@@ -24,7 +24,6 @@ Storage: ``QuantLinear`` keeps ``q`` in a 16-bit buffer ``weight_q`` and ``s`` i
 from __future__ import annotations
 
 import copy
-import json
 from typing import Dict, Optional, Tuple
 
 import torch
@@ -213,9 +212,9 @@ def apply_variant(model, name: str):
     return quantize(model, spec[0], spec[1])
 
 
-def describe(config) -> str:
-    """One-line description of a config's quantization ("none" or e.g. "float16, per-channel scales")."""
-    q = (json.loads(config) if isinstance(config, str) else config).get("quantization")
+def describe(config: Dict[str, object]) -> str:
+    """One-line description of a model config's quantization ("none" or e.g. "float16, per-channel scales")."""
+    q = config.get("quantization")
     if not q:
         return "none"
     return f"{q['dtype']}, {'per-channel scales' if q['per_channel'] else 'plain cast (no scales)'}"
