@@ -33,6 +33,7 @@ setup(
         "flashschnet.ops",
         "flashschnet.reference",
         "flashschnet.openmm",
+        "flashschnet.openmm.martini",
         "flashschnet.scripts",
     ],
     package_dir={
@@ -43,6 +44,7 @@ setup(
         "flashschnet.kernels": "model/kernels",
         "flashschnet.reference": "model/reference",
         "flashschnet.openmm": "plugin",
+        "flashschnet.openmm.martini": "plugin/martini",
         "flashschnet.scripts": "scripts",
     },
     install_requires=_requirements("requirements.txt"),
