@@ -1,0 +1,103 @@
+"""The MARTINI 3 OpenMM System against GROMACS: single-point energies, term by term, of villin, BPTI and
+ubiquitin solvated by insane (water, 0.15 M NaCl) equal ``gmx_d mdrun -rerun`` on the same coordinates
+(fixtures and the script that makes them: tests/data/martini/make_gromacs_reference.sh)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import openmm
+import openmm.unit as u
+import pytest
+
+from conftest import DATA, SHARED, platforms
+from flashschnet.openmm.martini.system import GROUPS, build_system, read_gro
+from flashschnet.openmm.martini.topology import TopologyError, read_topology
+
+M3 = SHARED / "martini" / "m3"
+SYSTEMS = DATA / "martini" / "systems"
+PROTEINS = ["villin", "bpti", "ubiquitin"]
+
+
+def _system(protein):
+    if not (M3 / "martini_v3.0.0.itp").exists():
+        pytest.skip(f"MARTINI 3 force-field files not found in {M3} (../shared/ is absent)")
+    top = read_topology(SYSTEMS / protein / "system.top", include_dirs=[M3])
+    pos, box = read_gro(SYSTEMS / protein / "system.gro")
+    return top, pos, box, build_system(top, box)
+
+
+def _terms(system, pos, platform="Reference"):
+    ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName(platform))
+    ctx.setPositions(pos)
+    e = {name: ctx.getState(getEnergy=True, groups={g}).getPotentialEnergy().value_in_unit(u.kilojoule_per_mole)
+         for g, name in enumerate(GROUPS)}
+    e["Coulomb (SR)"] += e.pop("Coulomb exclusions") + e.pop("Coulomb self")
+    e["Potential"] = ctx.getState(getEnergy=True).getPotentialEnergy().value_in_unit(u.kilojoule_per_mole)
+    return e
+
+
+@pytest.mark.parametrize("protein", PROTEINS)
+def test_energies_equal_gromacs_term_by_term(protein):
+    top, pos, box, system = _system(protein)
+    assert system.getNumParticles() == len(pos) == top.n_particles()
+    gmx = json.loads((SYSTEMS / protein / "gromacs_energies.json").read_text())["energies"]
+    ours = _terms(system, pos)
+    for term, ref in gmx.items():
+        # GROMACS prints 6 decimals: 1e-5 relative, or 2e-6 kJ/mol for the tiny improper terms
+        assert abs(ours[term] - ref) <= max(1e-5 * abs(ref), 2e-6), (term, ours[term], ref)
+    assert ours.get("Angle", 0.0) == 0.0          # martinize2 emits no harmonic (type 1) angles
+
+
+@pytest.mark.parametrize("platform", [p for p in platforms() if p in ("CPU", "Reference")])
+def test_every_platform_agrees(platform):
+    top, pos, box, system = _system("villin")
+    gmx = json.loads((SYSTEMS / "villin" / "gromacs_energies.json").read_text())["energies"]
+    assert abs(_terms(system, pos, platform)["Potential"] - gmx["Potential"]) <= 1e-5 * abs(gmx["Potential"])
+
+
+def test_forces_are_minus_the_energy_gradient():
+    top, pos, box, system = _system("villin")
+    ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("Reference"))
+    ctx.setPositions(pos)
+    f = ctx.getState(getForces=True).getForces(asNumpy=True).value_in_unit(u.kilojoule_per_mole / u.nanometer)
+    vsite = [i for i in range(system.getNumParticles()) if system.isVirtualSite(i)]
+    h = 1e-5
+    for i in [0, 5, 40, 87, 300, 935]:      # protein beads (not virtual sites), water, an ion
+        assert i not in vsite
+        for a in range(3):
+            p1, p2 = pos.copy(), pos.copy()
+            p1[i, a] += h
+            p2[i, a] -= h
+            ctx.setPositions(p1)
+            e1 = ctx.getState(getEnergy=True).getPotentialEnergy().value_in_unit(u.kilojoule_per_mole)
+            ctx.setPositions(p2)
+            e2 = ctx.getState(getEnergy=True).getPotentialEnergy().value_in_unit(u.kilojoule_per_mole)
+            assert abs(-(e1 - e2) / (2 * h) - f[i, a]) < 1e-4 * max(1.0, abs(f[i, a])), (i, a)
+
+
+def test_virtual_sites_masses_and_constraints():
+    top, pos, box, system = _system("villin")
+    mol = top.moleculetypes["villin_0"]
+    for v in mol.virtual_sites:
+        assert system.isVirtualSite(v.site) and system.getParticleMass(v.site).value_in_unit(u.dalton) == 0.0
+    assert system.getNumConstraints() == len(mol.of("constraints"))
+    # the COM site sits at the mass-weighted mean of its constructing beads after applying constraints
+    ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("Reference"))
+    ctx.setPositions(pos)
+    ctx.computeVirtualSites()
+    x = ctx.getState(getPositions=True).getPositions(asNumpy=True).value_in_unit(u.nanometer)
+    v = mol.virtual_sites[0]
+    w = np.array([mol.atoms[a].mass for a in v.atoms])
+    assert np.allclose(x[v.site], (w[:, None] * x[list(v.atoms)]).sum(0) / w.sum(), atol=1e-12)
+
+
+def test_bad_coordinate_files(tmp_path):
+    bad = tmp_path / "x.gro"
+    bad.write_text("title\nnot a number\n")
+    with pytest.raises(TopologyError, match="not a readable .gro"):
+        read_gro(bad)
+    tri = tmp_path / "t.gro"
+    tri.write_text("t\n1\n    1W        W    1   0.084   3.595   3.359\n 4.0 4.0 4.0 0.0 0.0 1.0 0.0 0.0 0.0\n")
+    with pytest.raises(TopologyError, match="triclinic"):
+        read_gro(tri)
