@@ -101,3 +101,28 @@ def test_bad_coordinate_files(tmp_path):
     tri.write_text("t\n1\n    1W        W    1   0.084   3.595   3.359\n 4.0 4.0 4.0 0.0 0.0 1.0 0.0 0.0 0.0\n")
     with pytest.raises(TopologyError, match="triclinic"):
         read_gro(tri)
+
+
+def test_a_short_martini_run_is_stable():
+    """Minimise, then 1,000 Langevin steps at MARTINI's 20 fs (300 K, 1/ps) on the CPU platform: finite,
+    temperature near 300 K, every protein bond within 20 % of its length."""
+    top, pos, box, system = _system("villin")
+    integ = openmm.LangevinMiddleIntegrator(300 * u.kelvin, 1 / u.picosecond, 20 * u.femtosecond)
+    integ.setRandomNumberSeed(5)
+    ctx = openmm.Context(system, integ, openmm.Platform.getPlatformByName("CPU"), {"Threads": "1"})
+    ctx.setPositions(pos)
+    openmm.LocalEnergyMinimizer.minimize(ctx, 10.0, 500)
+    ctx.setVelocitiesToTemperature(300 * u.kelvin, 5)
+    n_vs = sum(system.isVirtualSite(i) for i in range(system.getNumParticles()))
+    dof = 3 * (system.getNumParticles() - n_vs) - system.getNumConstraints()
+    temps = []
+    for _ in range(10):
+        integ.step(100)
+        st = ctx.getState(getEnergy=True, getPositions=True)
+        assert np.isfinite(st.getPotentialEnergy().value_in_unit(u.kilojoule_per_mole))
+        temps.append(2 * st.getKineticEnergy().value_in_unit(u.kilojoule_per_mole) / (dof * 0.0083144626))
+    assert 270.0 < np.mean(temps[2:]) < 330.0
+    x = st.getPositions(asNumpy=True).value_in_unit(u.nanometer)
+    for b in top.moleculetypes["villin_0"].of("bonds"):
+        i, j = b.atoms
+        assert abs(np.linalg.norm(x[i] - x[j]) / b.params[0] - 1.0) < 0.2 or b.params[1] < 1000.0
