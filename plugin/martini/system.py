@@ -50,8 +50,8 @@ GROUPS = ("LJ (SR)", "Coulomb (SR)", "Coulomb exclusions", "Coulomb self", "Bond
           "Restr. Angles", "Proper Dih.", "Improper Dih.")
 
 
-def _exclusion_pairs(mol, offset: int) -> Set[Tuple[int, int]]:
-    """GROMACS's exclusions of one molecule instance: pairs within ``nrexcl`` chemical bonds (bonds of
+def _exclusion_pairs(mol) -> Set[Tuple[int, int]]:
+    """GROMACS's excluded pairs ``(i < j)`` of a molecule type: pairs within ``nrexcl`` chemical bonds (bonds of
     every type but 6, which makes no exclusions, and type-1 constraints), plus [ exclusions ]."""
     graph: Dict[int, Set[int]] = defaultdict(set)
     for b in mol.of("bonds"):
@@ -69,11 +69,11 @@ def _exclusion_pairs(mol, offset: int) -> Set[Tuple[int, int]]:
             frontier = {n for f in frontier for n in graph[f]} - seen
             seen |= frontier
         for b in seen - {a}:
-            pairs.add((min(a, b) + offset, max(a, b) + offset))
+            pairs.add((min(a, b), max(a, b)))
     for ex in mol.exclusions:
         for b in ex[1:]:
             if b != ex[0]:
-                pairs.add((min(ex[0], b) + offset, max(ex[0], b) + offset))
+                pairs.add((min(ex[0], b), max(ex[0], b)))
     return pairs
 
 
@@ -125,6 +125,7 @@ def build_system(top: Topology, box_nm: Sequence[float], cutoff: float = 1.1, ep
     for name, count in top.molecules:
         mol = top.moleculetypes[name]
         vsites = {v.site for v in mol.virtual_sites}
+        excl = _exclusion_pairs(mol)           # once per molecule type, shifted per copy
         for _ in range(count):
             for k, atom in enumerate(mol.atoms):
                 system.addParticle(0.0 if k in vsites else atom.mass)
@@ -158,7 +159,7 @@ def build_system(top: Topology, box_nm: Sequence[float], cutoff: float = 1.1, ep
                     improper.addTorsion(*p, [math.radians(i.params[0]), i.params[1]])
                 else:
                     raise TopologyError(f"{i.where}: dihedral type {i.func} is not supported (1, 2, 9)")
-            exclusions |= _exclusion_pairs(mol, offset)
+            exclusions.update((i + offset, j + offset) for i, j in excl)
             offset += len(mol.atoms)
     self_term = openmm.CustomExternalForce("e0")       # constant: no force, GROMACS's energy
     self_term.addPerParticleParameter("e0")
