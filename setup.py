@@ -54,6 +54,8 @@ setup(
             "flashschnet-simulate = flashschnet.scripts.simulate:main",
             "flashschnet-benchmark = flashschnet.scripts.benchmark:main",
             "flashschnet-quantization-report = flashschnet.scripts.quantization_report:main",
+            "flashschnet-martini = flashschnet.scripts.martini:main",
+            "flashschnet-compare = flashschnet.scripts.compare:main",
         ],
     },
 )

@@ -70,12 +70,26 @@ def network_module(model, bead_types, replicas: int = 1) -> torch.jit.ScriptModu
     return torch.jit.script(OpenMMNetwork(model, bead_types, replicas))
 
 
+def _import_openmmtorch():
+    """``import openmmtorch`` without the root-logger warning its ``import simtk.openmm`` prints (openmm-torch
+    1.5 still imports the deprecated alias; the warning is about that package, not the user's script)."""
+    import logging
+
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        import openmmtorch
+    finally:
+        root.setLevel(level)
+    return openmmtorch
+
+
 def create_torch_force(module: torch.jit.ScriptModule, force_group: int = 0) -> "openmmtorch.TorchForce":
     """A ``TorchForce`` running ``module`` (from :func:`network_module`), with forces returned by the
     module (``setOutputsForces(True)``). openmm-torch is imported here, not at module import, so the rest of
     :mod:`flashschnet.openmm` (e.g. the PythonForce path) works where openmm-torch is absent."""
-    import openmmtorch
-
+    openmmtorch = _import_openmmtorch()
     force = openmmtorch.TorchForce(module)
     force.setOutputsForces(True)
     force.setForceGroup(force_group)

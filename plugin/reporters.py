@@ -26,7 +26,7 @@ import numpy as np
 import openmm.app as app
 import openmm.unit as u
 
-from ..errors import SimulationInstabilityError
+from ..errors import InputError, SimulationInstabilityError
 
 KJ_MOL = u.kilojoule_per_mole
 KJ_MOL_NM = u.kilojoule_per_mole / u.nanometer
@@ -37,14 +37,14 @@ def _steps_to_next(simulation, interval: int) -> int:
     return interval - simulation.currentStep % interval
 
 
-def replica_temperatures(state, masses_amu: np.ndarray, replicas: int) -> np.ndarray:
-    """Instantaneous temperature of each replica [R] in K from the state's velocities (3N degrees of
-    freedom per replica: no constraints, no centre-of-mass removal)."""
+def replica_temperatures(state, masses_amu: np.ndarray, replicas: int, dof: Optional[int] = None) -> np.ndarray:
+    """Instantaneous temperature of each replica [R] in K from the state's velocities, with ``dof`` degrees
+    of freedom per replica (default 3N: no constraints, no virtual sites, no centre-of-mass removal)."""
     v = state.getVelocities(asNumpy=True).value_in_unit(u.nanometer / u.picosecond).reshape(replicas, -1, 3)
     m = np.asarray(masses_amu, dtype=float).reshape(1, -1, 1)
     ke = 0.5 * (m * v * v).sum(axis=(1, 2))                         # kJ/mol
-    n = v.shape[1]
-    return 2.0 * ke / (3 * n * BOLTZMANN_KJ_MOL_K)
+    n = 3 * v.shape[1] if dof is None else int(dof)
+    return 2.0 * ke / (n * BOLTZMANN_KJ_MOL_K)
 
 
 class HealthReporter:
@@ -156,22 +156,59 @@ def truncate_dcd(path: str, nbytes: int, nframes: int) -> None:
         f.write(struct.pack("<i", first + max(nframes - 1, 0) * interval))
 
 
+def read_dcd(path: str, atoms: Optional[np.ndarray] = None) -> np.ndarray:
+    """Positions [T, N, 3] in nm (float64) from a DCD file written by OpenMM (CHARMM format, Angstrom, with or
+    without unit-cell records); ``atoms`` selects particle indices. Frames past the header's count and a
+    partial last frame (a run killed mid-write) are ignored."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        if struct.unpack("<i", data[:4])[0] != 84 or data[4:8] != b"CORD":
+            raise ValueError("not a little-endian CHARMM DCD file")
+        header = struct.unpack("<20i", data[8:88])
+        nframes, has_cell = header[0], header[10] != 0
+        off = 92
+        (n_title,) = struct.unpack("<i", data[off:off + 4])            # title record
+        off += 4 + n_title + 4
+        off += 4
+        (n,) = struct.unpack("<i", data[off:off + 4])
+        off += 8
+    except (struct.error, ValueError) as exc:
+        raise InputError(f"{path}: not a readable DCD trajectory ({exc})") from None
+    frame_bytes = (56 if has_cell else 0) + 3 * (8 + 4 * n)
+    count = min(nframes, (len(data) - off) // frame_bytes)
+    out = np.empty((count, n, 3))
+    for t in range(count):
+        p = off + t * frame_bytes + (56 if has_cell else 0)
+        for axis in range(3):
+            out[t, :, axis] = np.frombuffer(data, dtype="<f4", count=n, offset=p + 4)
+            p += 8 + 4 * n
+    out *= 0.1                                                          # Angstrom -> nm
+    return out if atoms is None else out[:, np.asarray(atoms, dtype=int)]
+
+
 class ReplicaCSVReporter:
     """A CSV log: one row per replica every ``interval`` steps.
 
     Columns: ``step, time_ps, replica, potential_energy_kJ_mol, temperature_K, ns_per_day`` (speed per
     replica since the previous report; the aggregate is R times it). ``replica_energies(positions_nm)``
-    returns the per-replica potential energies [R] in kJ/mol (OpenMM itself only sees their sum).
+    returns the per-replica potential energies [R] in kJ/mol (OpenMM itself only sees their sum); with one
+    replica it may be None (the state's potential energy). ``dof``: degrees of freedom per replica for the
+    temperature (default 3N; fewer with constraints or virtual sites).
     """
 
     COLUMNS = ["step", "time_ps", "replica", "potential_energy_kJ_mol", "temperature_K", "ns_per_day"]
 
     def __init__(self, path: str, interval: int, replicas: int, masses_amu: np.ndarray, dt_ps: float,
-                 replica_energies: Callable[[np.ndarray], np.ndarray], append: bool = False):
+                 replica_energies: Optional[Callable[[np.ndarray], np.ndarray]], append: bool = False,
+                 dof: Optional[int] = None):
+        if replica_energies is None and int(replicas) != 1:
+            raise ValueError("replica_energies is needed for more than one replica")
         self.path, self.interval, self.replicas = path, int(interval), int(replicas)
         self.masses = np.asarray(masses_amu, dtype=float)
         self.dt_ps = float(dt_ps)
         self.replica_energies = replica_energies
+        self.dof = dof
         self._file = open(path, "a" if append else "w", newline="")
         self._writer = csv.writer(self._file)
         if not append:
@@ -189,8 +226,11 @@ class ReplicaCSVReporter:
         if self._last is not None and step > self._last[1]:
             speed = (step - self._last[1]) * self.dt_ps * 1e-3 / ((now - self._last[0]) / 86400.0)
         self._last = (now, step)
-        energies = self.replica_energies(state.getPositions(asNumpy=True).value_in_unit(u.nanometer))
-        temps = replica_temperatures(state, self.masses, self.replicas)
+        if self.replica_energies is None:
+            energies = [state.getPotentialEnergy().value_in_unit(KJ_MOL)]
+        else:
+            energies = self.replica_energies(state.getPositions(asNumpy=True).value_in_unit(u.nanometer))
+        temps = replica_temperatures(state, self.masses, self.replicas, self.dof)
         t_ps = state.getTime().value_in_unit(u.picosecond)
         self.last_rows = [[step, f"{t_ps:.6g}", r, f"{energies[r]:.10g}", f"{temps[r]:.6g}", f"{speed:.6g}"]
                           for r in range(self.replicas)]

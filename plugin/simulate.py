@@ -11,7 +11,6 @@ data flow. Output directory layout::
 """
 from __future__ import annotations
 
-import json
 import os
 import random
 from dataclasses import asdict, dataclass, field
@@ -27,6 +26,7 @@ from ..checkpoint import load_model
 from ..cg.mapping import map_pdb
 from ..errors import InputError, SimulationInstabilityError
 from ..nn.quant import apply_variant, describe, variant
+from .runner import checkpoint_hint, integrate, ns_per_day, open_run_dir, write_run_json
 from .reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter,
                         read_checkpoint, truncate_csv, truncate_dcd)
 from .system import build_system, replica_positions_nm
@@ -119,23 +119,10 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     """
     s = settings
     out = os.path.abspath(s.out)
-    run_json = os.path.join(out, "run.json")
     ckpt_path = os.path.join(out, "checkpoint.chk")
-    if resume:
-        if not os.path.exists(run_json) or not os.path.exists(ckpt_path):
-            raise InputError(f"{out}: nothing to resume (no run.json and checkpoint.chk); start without --resume")
-        with open(run_json) as f:
-            old = json.load(f)
-        for key in _FIXED_ON_RESUME:
-            new_value = getattr(s, key)
-            if key in ("checkpoint_interval", "seed", "mapping") and new_value is None:
-                setattr(s, key, old.get(key))
-            elif old.get(key, _DEFAULTS_OF_NEWER_KEYS.get(key)) != new_value:
-                raise InputError(f"{out}: --resume with {key}={new_value!r}, but the run was started with "
-                                 f"{old.get(key)!r}; use the same settings")
-    else:
-        if os.path.exists(run_json) or os.path.exists(ckpt_path):
-            raise InputError(f"{out}: already holds a run; continue it with --resume or choose another --out")
+    for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, inherit=("checkpoint_interval", "seed", "mapping"),
+                                   defaults=_DEFAULTS_OF_NEWER_KEYS).items():
+        setattr(s, key, value)
     s.validate()
     if s.seed is None:
         s.seed = random.SystemRandom().randrange(1, 2**31 - 1)
@@ -180,8 +167,7 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
         truncate_csv(log_path, meta["step"])
         echo(f"resuming {out} at step {meta['step']}")
     else:
-        with open(run_json, "w") as f:
-            json.dump({k: v for k, v in asdict(s).items() if k not in ("out", "steps", "threads")}, f, indent=1)
+        write_run_json(out, {k: v for k, v in asdict(s).items() if k not in ("out", "steps", "threads")})
         write_cg_pdb(mol, os.path.join(out, "topology.pdb"))
         simulation.context.setPositions(replica_positions_nm(mol, R))
         simulation.context.setVelocitiesToTemperature(s.temperature_K * u.kelvin, int(s.seed))
@@ -207,52 +193,14 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     log = ReplicaCSVReporter(log_path, s.report_interval, R, mol.masses, dt_ps, replica_energies, append=resume)
     checkpoint = CheckpointReporter(ckpt_path, s.checkpoint_interval,
                                     extra=lambda: {"dcd_bytes": dcd.sizes(), "dcd_frames": dcd.frames})
-    last_good = {"step": simulation.currentStep if resume else None}
-
-    def hint() -> str:
-        step = checkpoint.last_step if checkpoint.last_step is not None else last_good["step"]
-        return f"last good checkpoint: step {step} in {ckpt_path}" if step is not None else "no checkpoint yet"
-
+    hint = checkpoint_hint(checkpoint, simulation.currentStep if resume else None)
     health = HealthReporter(s.report_interval, R, N, bead_label=mol.bead_label, max_force=s.max_force,
                             checkpoint_hint=hint)
     simulation.reporters.extend([health, dcd, log, checkpoint])
 
-    def check_and_checkpoint() -> None:   # outside the reporters' schedule: the start and a ragged end
-        health.report(simulation, simulation.context.getState(getEnergy=True, getForces=True, getPositions=True))
-        checkpoint.save(simulation)
-
     # 5. run ---------------------------------------------------------------------------------------------
-    start = simulation.currentStep
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=max(s.steps - start, 0), unit="step", desc=f"{R} x {N} beads", dynamic_ncols=True)
-    log.start_clock(start)
-    import time as _time
-
-    t0 = _time.perf_counter()
-    try:
-        if not resume:   # check the starting structure before the first step
-            check_and_checkpoint()
-        while simulation.currentStep < s.steps:
-            n = min(s.report_interval - simulation.currentStep % s.report_interval, s.steps - simulation.currentStep)
-            try:
-                simulation.step(n)
-            except openmm.OpenMMException as exc:
-                raise SimulationInstabilityError(
-                    f"step {simulation.currentStep}: OpenMM stopped: {str(exc).splitlines()[0]}; {hint()}") from None
-            if bar is not None:
-                bar.update(n)
-        if checkpoint.last_step != simulation.currentStep:   # the last step was not a checkpoint step
-            check_and_checkpoint()
-    finally:
-        if bar is not None:
-            bar.close()
-        dcd.close()
-        log.close()
-    wall = _time.perf_counter() - t0
-    done = simulation.currentStep - start
-    speed = done * dt_ps * 1e-3 / (wall / 86400.0) if wall > 0 and done > 0 else float("nan")
+    done, wall = integrate(simulation, s.steps, s.report_interval, health, checkpoint, hint, outputs=(dcd, log),
+                           clock=log, check_first=not resume, progress=progress, desc=f"{R} x {N} beads")
+    speed = ns_per_day(done, dt_ps, wall)
     return RunResult(out=out, steps_done=simulation.currentStep, replicas=R, n_beads=N,
                      ns_per_day_per_replica=speed, notes=list(mol.notes))

@@ -25,3 +25,32 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def finish(prog: str, job, summary) -> int:
+    """Run ``job(echo)`` and turn its outcome into an exit status, printing on stderr.
+
+    0: done (``summary(result)`` is printed); 2: bad input (:class:`InputError`, one line, no traceback);
+    3: the simulation blew up (:class:`SimulationInstabilityError`; the last good checkpoint is kept);
+    130: interrupted.
+    """
+    import sys
+
+    import torch  # noqa: F401  (torch before openmm/openmmtorch)
+
+    from flashschnet.errors import InputError, SimulationInstabilityError
+
+    err = lambda msg: print(f"{prog}: {msg}", file=sys.stderr)  # noqa: E731
+    try:
+        result = job(err)
+    except InputError as exc:
+        err(f"error: {exc}")
+        return 2
+    except SimulationInstabilityError as exc:
+        err(f"simulation unstable: {exc}")
+        return 3
+    except KeyboardInterrupt:
+        err("interrupted; continue with --resume (the last checkpoint is kept)")
+        return 130
+    err(summary(result))
+    return 0

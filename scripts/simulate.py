@@ -13,6 +13,8 @@ import argparse
 import sys
 from typing import List, Optional
 
+from ._cli import finish
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -57,9 +59,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    import torch  # noqa: F401  (torch before openmmtorch)
-
-    from flashschnet.errors import InputError, SimulationInstabilityError
     from flashschnet.openmm.simulate import RunSettings, run
 
     settings = RunSettings(
@@ -70,23 +69,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         precision=args.precision, backend=args.backend, quantize=args.quantize, network_force=args.network_force,
         threads=args.threads, max_force=args.max_force,
     )
-    err = lambda msg: print(f"flashschnet-simulate: {msg}", file=sys.stderr)  # noqa: E731
-    try:
-        result = run(settings, resume=args.resume, progress=not args.quiet, echo=err)
-    except InputError as exc:
-        err(f"error: {exc}")
-        return 2
-    except SimulationInstabilityError as exc:
-        err(f"simulation unstable: {exc}")
-        return 3
-    except KeyboardInterrupt:
-        err("interrupted; continue with --resume (the last checkpoint is kept)")
-        return 130
-    err(f"done: {result.steps_done} steps x {result.replicas} replicas of {result.n_beads} beads in {result.out} "
-        f"({result.ns_per_day_per_replica:.3g} ns/day per replica, "
-        f"{result.ns_per_day_per_replica * result.replicas:.3g} aggregate)")
-    return 0
-
+    return finish("flashschnet-simulate", lambda echo: run(settings, resume=args.resume, progress=not args.quiet,
+                                                          echo=echo),
+                  lambda r: f"done: {r.steps_done} steps x {r.replicas} replicas of {r.n_beads} beads in {r.out} "
+                            f"({r.ns_per_day_per_replica:.3g} ns/day per replica, "
+                            f"{r.ns_per_day_per_replica * r.replicas:.3g} aggregate)")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,151 @@
+"""Structure over a run, from one bead per residue (CA of the 5-bead mapping, BB of MARTINI): backbone RMSD to
+the native structure, radius of gyration, per-residue RMSF, fraction of native contacts Q and secondary-structure
+retention. NumPy only; all lengths in nm.
+
+Secondary-structure retention needs the native assignment per residue (DSSP's H/E/C, e.g. mdtraj's DSSP of
+the all-atom PDB: :func:`native_dssp`) and asks whether each helix/strand residue keeps its local backbone
+geometry (distances to the beads 2-4 residues along the same segment within 15 % of the native ones): the
+same criterion for any one-bead-per-residue model, measured against that model's own mapping of the PDB.
+"""
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+import numpy as np
+
+def kabsch_align(frames: np.ndarray, ref: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Superimpose every frame on ``ref`` (rotation + translation, equal weights).
+
+    Parameters
+    ----------
+    frames : ndarray [T, N, 3]
+    ref : ndarray [N, 3]
+
+    Returns
+    -------
+    rmsd : ndarray [T]
+        Root-mean-square deviation after superposition.
+    aligned : ndarray [T, N, 3]
+        The frames superimposed on ``ref``.
+    """
+    frames = np.asarray(frames, dtype=float)
+    ref = np.asarray(ref, dtype=float)
+    rc = ref - ref.mean(axis=0)
+    x = frames - frames.mean(axis=1, keepdims=True)
+    h = np.einsum("tni,nj->tij", x, rc)                     # [T, 3, 3]
+    u_, _, vt = np.linalg.svd(h)
+    d = np.sign(np.linalg.det(np.einsum("tij,tjk->tik", u_, vt)))
+    fix = np.ones((len(frames), 3))
+    fix[:, 2] = d
+    rot = np.einsum("tij,tj,tjk->tik", u_, fix, vt)         # x @ rot ~ rc
+    aligned = np.einsum("tni,tij->tnj", x, rot) + ref.mean(axis=0)
+    rmsd = np.sqrt(((aligned - ref) ** 2).sum(axis=2).mean(axis=1))
+    return rmsd, aligned
+
+
+def radius_of_gyration(frames: np.ndarray) -> np.ndarray:
+    """Radius of gyration [T] (equal bead weights) of frames [T, N, 3] (or one structure [N, 3] -> scalar)."""
+    x = np.asarray(frames, dtype=float)
+    c = x - x.mean(axis=-2, keepdims=True)
+    return np.sqrt((c ** 2).sum(axis=-1).mean(axis=-1))
+
+
+def rmsf(aligned: np.ndarray) -> np.ndarray:
+    """Root-mean-square fluctuation [N] about the mean position of superimposed frames [T, N, 3]."""
+    a = np.asarray(aligned, dtype=float)
+    return np.sqrt(((a - a.mean(axis=0)) ** 2).sum(axis=2).mean(axis=0))
+
+
+def native_contacts(ref: np.ndarray, cutoff: float = 0.8, min_separation: int = 3) -> np.ndarray:
+    """Bead pairs [P, 2] closer than ``cutoff`` nm in ``ref`` and at least ``min_separation`` apart in sequence."""
+    ref = np.asarray(ref, dtype=float)
+    i, j = np.triu_indices(len(ref), k=min_separation)
+    d = np.linalg.norm(ref[i] - ref[j], axis=1)
+    keep = d < cutoff
+    return np.stack([i[keep], j[keep]], axis=1)
+
+
+def fraction_native_contacts(frames: np.ndarray, ref: np.ndarray, pairs: np.ndarray, tolerance: float = 1.2) -> np.ndarray:
+    """Q [T]: the fraction of native ``pairs`` whose distance is within ``tolerance`` times the native one."""
+    if len(pairs) == 0:
+        return np.full(len(frames), np.nan)
+    frames, ref = np.asarray(frames, dtype=float), np.asarray(ref, dtype=float)
+    d0 = np.linalg.norm(ref[pairs[:, 0]] - ref[pairs[:, 1]], axis=1)
+    d = np.linalg.norm(frames[:, pairs[:, 0]] - frames[:, pairs[:, 1]], axis=2)
+    return (d < tolerance * d0).mean(axis=1)
+
+
+def ss_segments(ss) -> np.ndarray:
+    """Segment id [N] of each residue in a DSSP string/sequence (``H``/``E`` runs get ids 0, 1, ...; others -1)."""
+    seg = np.full(len(ss), -1, dtype=int)
+    k, prev = -1, None
+    for i, c in enumerate(ss):
+        if c in ("H", "E"):
+            if c != prev:
+                k += 1
+            seg[i] = k
+        prev = c
+    return seg
+
+
+def ss_pairs(ss) -> np.ndarray:
+    """Bead pairs [P, 2] (i, i+k), k = 2, 3, 4, both in the same native helix (H) or strand (E) segment."""
+    seg = ss_segments(ss)
+    pairs = [(i, i + k) for k in (2, 3, 4) for i in range(len(seg) - k) if seg[i] >= 0 and seg[i] == seg[i + k]]
+    return np.array(pairs, dtype=int).reshape(-1, 2)
+
+
+def ss_retention(frames: np.ndarray, ref: np.ndarray, ss, tolerance: float = 0.15) -> np.ndarray:
+    """[T]: fraction of the native helix/strand residues whose local backbone geometry is kept.
+
+    A residue of a native helix or strand (``ss``: DSSP's H/E/C per residue, e.g. of the all-atom PDB) is
+    retained in a frame when every distance from it to the beads 2, 3 and 4 residues along in the same
+    segment is within ``tolerance`` (relative) of the native one in ``ref``. Residues without such a partner
+    (segments shorter than 3) are not counted; NaN when there are none.
+    """
+    pairs = ss_pairs(ss)
+    if len(pairs) == 0:
+        return np.full(len(frames), np.nan)
+    frames, ref = np.asarray(frames, dtype=float), np.asarray(ref, dtype=float)
+    d0 = np.linalg.norm(ref[pairs[:, 0]] - ref[pairs[:, 1]], axis=1)
+    d = np.linalg.norm(frames[:, pairs[:, 0]] - frames[:, pairs[:, 1]], axis=2)
+    ok = np.abs(d - d0) <= tolerance * d0                                   # [T, P]
+    residues = np.unique(pairs)
+    kept = np.ones((len(frames), len(residues)), dtype=bool)
+    for col, r in enumerate(residues):
+        kept[:, col] = ok[:, (pairs == r).any(axis=1)].all(axis=1)
+    return kept.mean(axis=1)
+
+
+def native_dssp(pdb: str) -> str:
+    """DSSP of the protein residues of an all-atom PDB (mdtraj, simplified: H helix, E strand, C other), one
+    letter per amino-acid residue in file order."""
+    import warnings
+
+    import mdtraj
+
+    with warnings.catch_warnings():          # e.g. "dummy CRYST1 record": irrelevant for DSSP
+        warnings.simplefilter("ignore")
+        ss = mdtraj.compute_dssp(mdtraj.load_pdb(pdb), simplified=True)[0]
+    return "".join(c for c in ss if c in ("H", "E", "C"))
+
+
+def structure_metrics(frames: np.ndarray, ref: np.ndarray, ss=None) -> Dict[str, np.ndarray]:
+    """Everything above for frames [T, N, 3] against the native ``ref`` [N, 3] (one bead per residue, nm);
+    ``ss``: native secondary structure per residue (H/E/C), or None (no retention).
+
+    Returns a dict of arrays: ``rmsd`` [T], ``rg`` [T], ``rg_native`` (scalar), ``rmsf`` [N], ``q`` [T],
+    ``ss_retention`` [T], ``n_contacts`` (scalar).
+    """
+    frames = np.asarray(frames, dtype=float)
+    ref = np.asarray(ref, dtype=float)
+    if frames.ndim != 3 or frames.shape[1:] != ref.shape or ref.ndim != 2 or ref.shape[1] != 3:
+        raise ValueError(f"frames {frames.shape} and native {ref.shape} must be [T, N, 3] and [N, 3]")
+    if ss is not None and len(ss) != len(ref):
+        raise ValueError(f"{len(ss)} secondary-structure letters for {len(ref)} residues")
+    rmsd, aligned = kabsch_align(frames, ref)
+    pairs = native_contacts(ref)
+    return {"rmsd": rmsd, "rg": radius_of_gyration(frames), "rg_native": radius_of_gyration(ref),
+            "rmsf": rmsf(aligned), "q": fraction_native_contacts(frames, ref, pairs),
+            "ss_retention": ss_retention(frames, ref, ss) if ss is not None else np.full(len(frames), np.nan),
+            "n_contacts": np.asarray(len(pairs))}

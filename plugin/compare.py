@@ -1,0 +1,280 @@
+"""MARTINI 3 vs FlashSchNet on the same PDB, in the same engine, on the same machine: the job behind
+``flashschnet-compare``.
+
+It runs ``flashschnet-martini`` (20 fs, one solvated protein) into ``OUT/martini`` and ``flashschnet-simulate``
+(4 fs, R packed replicas) into ``OUT/flashschnet``, then compares
+
+* speed: ns/day per replica and in aggregate, from each run's log (the integration loop only, reporters
+  included; set-up, minimisation and the first network call are not counted);
+* structure, one bead per residue (MARTINI's BB, the 5-bead mapping's CA), each against its own mapping of the
+  PDB (martinize2's ``cg.pdb``; the CG topology's native positions): backbone RMSD, radius of gyration, per-residue
+  RMSF, native contacts Q and secondary-structure retention (:mod:`flashschnet.openmm.analysis`); the summary
+  statistics use the second half of each run's frames, pooled over replicas.
+
+Outputs: ``OUT/comparison.md`` (a Markdown table), ``OUT/comparison.json``, ``OUT/comparison.png``.
+"""
+from __future__ import annotations
+
+import csv
+import glob
+import json
+import os
+from dataclasses import asdict, dataclass
+from typing import Callable, Dict, Optional
+
+import numpy as np
+
+from ..errors import InputError
+from .analysis import native_dssp, structure_metrics
+from .reporters import read_dcd
+
+MARTINI_DT_FS = 20.0
+FLASHSCHNET_DT_FS = 4.0
+
+
+@dataclass
+class CompareSettings:
+    """What ``flashschnet-compare`` runs (times in ns of simulated time per replica)."""
+
+    pdb: str
+    model: str
+    forcefield_dir: str
+    out: str
+    martini_ns: float = 1.0
+    flashschnet_ns: float = 0.01
+    replicas: int = 8
+    frames: int = 50                     # trajectory frames per run
+    platform: str = "CPU"
+    seed: int = 1
+    threads: Optional[int] = None
+    priors: Optional[str] = None
+    backend: Optional[str] = None
+    analyse_only: bool = False           # re-analyse the runs already in OUT
+
+    def steps(self, ns: float, dt_fs: float) -> tuple:
+        """(steps, report interval) for ``ns`` at ``dt_fs``: ``frames`` frames, steps a multiple of the interval."""
+        total = max(int(round(ns * 1e6 / dt_fs)), 1)
+        interval = max(total // max(self.frames, 1), 1)
+        return interval * max(total // interval, 1), interval
+
+
+def _backbone(topology_pdb: str, name: str):
+    """Indices of the atoms called ``name`` in a PDB file (record order)."""
+    idx, i = [], 0
+    with open(topology_pdb) as f:
+        for line in f:
+            if line.startswith(("ATOM", "HETATM")):
+                if line[12:16].strip() == name:
+                    idx.append(i)
+                i += 1
+    return np.array(idx, dtype=int)
+
+
+def _pdb_positions_nm(path: str, name: str) -> np.ndarray:
+    rows = [l for l in open(path) if l.startswith(("ATOM", "HETATM")) and l[12:16].strip() == name]
+    return np.array([[float(l[30:38]), float(l[38:46]), float(l[46:54])] for l in rows]) / 10.0
+
+
+def log_speed(log_csv: str, dt_fs: float) -> Dict[str, float]:
+    """Speed of a run from its ``log.csv``: simulated ns over wall-clock days summed over the report intervals
+    (rows of replica 0; each row's ns_per_day covers the interval before it)."""
+    with open(log_csv, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["replica"] == "0"]
+    ns, days, last = 0.0, 0.0, 0
+    for r in rows:
+        step, speed = int(r["step"]), float(r["ns_per_day"])
+        span = (step - last) * dt_fs * 1e-6
+        last = step
+        if np.isfinite(speed) and speed > 0:
+            ns += span
+            days += span / speed
+    return {"ns_per_day": ns / days if days > 0 else float("nan"), "steps": last}
+
+
+def analyse_martini(run_dir: str) -> Dict[str, object]:
+    topo = os.path.join(run_dir, "topology.pdb")
+    bb = _backbone(topo, "BB")
+    native = _pdb_positions_nm(os.path.join(run_dir, "system", "cg.pdb"), "BB")
+    frames = read_dcd(os.path.join(run_dir, "trajectory.dcd"), bb)
+    with open(os.path.join(run_dir, "run.json")) as f:
+        cfg = json.load(f)
+    n = sum(1 for l in open(topo) if l.startswith(("ATOM", "HETATM")))
+    protein = sum(1 for l in open(os.path.join(run_dir, "system", "cg.pdb")) if l.startswith(("ATOM", "HETATM")))
+    return {"frames": frames[None], "native": native, "dt_fs": cfg["dt_fs"], "interval": cfg["report_interval"],
+            "replicas": 1, "particles": n, "protein_beads": protein, "salt_molar": cfg["salt_molar"],
+            "speed": log_speed(os.path.join(run_dir, "log.csv"), cfg["dt_fs"])}
+
+
+def analyse_flashschnet(run_dir: str) -> Dict[str, object]:
+    topo = os.path.join(run_dir, "topology.pdb")
+    ca = _backbone(topo, "CA")
+    native = _pdb_positions_nm(topo, "CA")
+    paths = sorted(glob.glob(os.path.join(run_dir, "replica_*.dcd")))
+    frames = np.stack([read_dcd(p, ca) for p in paths])           # [R, T, N, 3]
+    with open(os.path.join(run_dir, "run.json")) as f:
+        cfg = json.load(f)
+    n = sum(1 for l in open(topo) if l.startswith(("ATOM", "HETATM")))
+    return {"frames": frames, "native": native, "dt_fs": cfg["dt_fs"], "interval": cfg["report_interval"],
+            "replicas": len(paths), "particles": n, "protein_beads": n,
+            "speed": log_speed(os.path.join(run_dir, "log.csv"), cfg["dt_fs"])}
+
+
+def summarise(run: Dict[str, object], ss: Optional[str] = None) -> Dict[str, object]:
+    """Structure metrics of a run (pooled over replicas; means over the second half of the frames); ``ss``:
+    the native DSSP per residue (None: no secondary-structure retention)."""
+    frames, native = run["frames"], run["native"]
+    R, T = frames.shape[:2]
+    if frames.shape[2] != len(native):
+        raise InputError(f"{frames.shape[2]} backbone beads in the trajectory but {len(native)} in the native structure")
+    if ss is not None and len(ss) != len(native):
+        ss = None                      # the PDB has residues this mapping dropped: no per-residue match
+    m = structure_metrics(frames.reshape(R * T, -1, 3), native, ss)
+    per = {k: m[k].reshape(R, T) for k in ("rmsd", "rg", "q", "ss_retention")}
+    half = slice(T // 2, T)
+    times_ns = (np.arange(1, T + 1) * run["interval"] * run["dt_fs"] * 1e-6)
+    out = {"times_ns": times_ns.tolist(), "rmsf_nm": m["rmsf"].tolist(), "rg_native_nm": float(m["rg_native"]),
+           "n_native_contacts": int(m["n_contacts"]), "ss_native": ss,
+           "series": {k: v.mean(axis=0).tolist() for k, v in per.items()}}
+    for k, v in per.items():
+        x = v[:, half].ravel()
+        out[k] = {"mean": float(np.nanmean(x)) if np.isfinite(x).any() else float("nan"),
+                  "sd": float(np.nanstd(x)) if np.isfinite(x).any() else float("nan")}
+    out["rmsf_mean_nm"] = float(m["rmsf"].mean())
+    return out
+
+
+def _fmt(s: Dict[str, float], digits: int = 3) -> str:
+    return "n/a" if not np.isfinite(s["mean"]) else f"{s['mean']:.{digits}f} ± {s['sd']:.{digits}f}"
+
+
+def markdown(result: Dict[str, object]) -> str:
+    m, f = result["martini"], result["flashschnet"]
+    ms, fs = m["summary"], f["summary"]
+    agg_m = m["speed"]["ns_per_day"]
+    agg_f = f["speed"]["ns_per_day"] * f["replicas"]
+    lines = [
+        f"Comparison on {result['machine']} (OpenMM platform {result['platform']}), PDB `{os.path.basename(result['pdb'])}`.",
+        "",
+        "| | MARTINI 3 | FlashSchNet |",
+        "|---|---|---|",
+        f"| model | martinize2 (DSSP, elastic network), W + {m['salt_molar']:g} M NaCl | {result['model_description']} |",
+        f"| particles per replica | {m['particles']} ({m['protein_beads']} protein beads) | {f['particles']} beads |",
+        f"| time step | {m['dt_fs']:g} fs | {f['dt_fs']:g} fs |",
+        f"| replicas in one Context | 1 | {f['replicas']} |",
+        f"| simulated per replica | {m['speed']['steps'] * m['dt_fs'] * 1e-6:.4g} ns | {f['speed']['steps'] * f['dt_fs'] * 1e-6:.4g} ns |",
+        f"| ns/day per replica | {m['speed']['ns_per_day']:.4g} | {f['speed']['ns_per_day']:.4g} |",
+        f"| ns/day aggregate | {agg_m:.4g} | {agg_f:.4g} |",
+        f"| backbone RMSD to the mapped PDB, nm | {_fmt(ms['rmsd'])} | {_fmt(fs['rmsd'])} |",
+        f"| radius of gyration, nm (native) | {_fmt(ms['rg'])} ({ms['rg_native_nm']:.3f}) | {_fmt(fs['rg'])} ({fs['rg_native_nm']:.3f}) |",
+        f"| mean per-residue RMSF, nm | {ms['rmsf_mean_nm']:.3f} | {fs['rmsf_mean_nm']:.3f} |",
+        f"| native contacts Q ({ms['n_native_contacts']} / {fs['n_native_contacts']} contacts) | {_fmt(ms['q'])} | {_fmt(fs['q'])} |",
+        f"| secondary-structure retention | {_fmt(ms['ss_retention'])} | {_fmt(fs['ss_retention'])} |",
+        "",
+        f"Aggregate speed ratio FlashSchNet / MARTINI: {agg_f / agg_m:.3g}. Structure values: mean ± sd over the second "
+        "half of each run's frames (pooled over replicas), one bead per residue (BB / CA) against that model's own "
+        "mapping of the PDB; secondary-structure retention: native helix/strand residues (DSSP of the PDB) whose "
+        "distances to the beads 2-4 residues along their segment stay within 15 % of native. See "
+        "`flashschnet.openmm.compare` for the definitions.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: Dict[str, object], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 3, figsize=(14, 8))
+    colours = {"martini": "tab:blue", "flashschnet": "tab:red"}
+    names = {"martini": "MARTINI 3", "flashschnet": "FlashSchNet"}
+    for ax, key, label in zip(axes.flat[:4], ("rmsd", "rg", "q", "ss_retention"),
+                              ("backbone RMSD (nm)", "radius of gyration (nm)", "native contacts Q",
+                               "secondary-structure retention")):
+        for run in ("martini", "flashschnet"):
+            s = result[run]["summary"]
+            ax.plot(s["times_ns"], s["series"][key], color=colours[run], label=names[run])
+            if key == "rg":
+                ax.axhline(s["rg_native_nm"], color=colours[run], ls=":", lw=1)
+        ax.set_xscale("log")
+        ax.set_xlabel("simulated time (ns, log scale)")
+        ax.set_ylabel(label)
+    axes.flat[0].legend()
+    ax = axes.flat[4]
+    for run in ("martini", "flashschnet"):
+        r = result[run]["summary"]["rmsf_nm"]
+        ax.plot(np.arange(1, len(r) + 1), r, color=colours[run], label=names[run])
+    ax.set_xlabel("residue")
+    ax.set_ylabel("RMSF (nm)")
+    ax = axes.flat[5]
+    m, f = result["martini"], result["flashschnet"]
+    bars = [("MARTINI", m["speed"]["ns_per_day"]), ("FlashSchNet\nper replica", f["speed"]["ns_per_day"]),
+            (f"FlashSchNet\n{f['replicas']} replicas", f["speed"]["ns_per_day"] * f["replicas"])]
+    ax.bar([b[0] for b in bars], [b[1] for b in bars],
+           color=[colours["martini"], colours["flashschnet"], colours["flashschnet"]])
+    ax.set_yscale("log")
+    ax.set_ylabel("ns/day")
+    fig.suptitle(f"{os.path.basename(result['pdb'])}: MARTINI 3 vs FlashSchNet ({result['machine']}, {result['platform']})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
+            echo: Callable[[str], None] = print) -> Dict[str, object]:
+    """Run (unless ``analyse_only``) both simulations and write the report; returns the result dict."""
+    s = settings
+    out = os.path.abspath(s.out)
+    dirs = {"martini": os.path.join(out, "martini"), "flashschnet": os.path.join(out, "flashschnet")}
+    if s.analyse_only:
+        for d in dirs.values():
+            if not os.path.exists(os.path.join(d, "log.csv")):
+                raise InputError(f"{d}: no run to analyse; run without --analyse-only first")
+    else:
+        for d in dirs.values():
+            if os.path.exists(os.path.join(d, "run.json")):
+                raise InputError(f"{d}: already holds a run; re-analyse it with --analyse-only or choose another --out")
+        if s.replicas < 1 or s.frames < 1 or s.martini_ns <= 0 or s.flashschnet_ns <= 0:
+            raise InputError("--replicas and --frames must be >= 1 and the simulated times positive")
+        from .martini.run import MartiniSettings, run_martini
+        from .simulate import RunSettings, run
+
+        steps, interval = s.steps(s.martini_ns, MARTINI_DT_FS)
+        echo(f"MARTINI 3: {steps} steps of {MARTINI_DT_FS:g} fs")
+        run_martini(MartiniSettings(pdb=s.pdb, forcefield_dir=s.forcefield_dir, out=dirs["martini"], steps=steps,
+                                    platform=s.platform, seed=s.seed, dt_fs=MARTINI_DT_FS, report_interval=interval,
+                                    threads=s.threads), progress=progress, echo=echo)
+        steps, interval = s.steps(s.flashschnet_ns, FLASHSCHNET_DT_FS)
+        echo(f"FlashSchNet: {steps} steps of {FLASHSCHNET_DT_FS:g} fs x {s.replicas} replicas")
+        run(RunSettings(pdb=s.pdb, model=s.model, out=dirs["flashschnet"], steps=steps, replicas=s.replicas,
+                        platform=s.platform, seed=s.seed, dt_fs=FLASHSCHNET_DT_FS, report_interval=interval,
+                        priors=s.priors, backend=s.backend, threads=s.threads), progress=progress, echo=echo)
+
+    from ..checkpoint import load_model
+
+    model = load_model(s.model)
+    desc = (model.metadata or {}).get("description", os.path.basename(s.model))
+    result: Dict[str, object] = {"pdb": os.path.abspath(s.pdb), "model": os.path.abspath(s.model),
+                                 "model_description": desc.split(".")[0], "machine": machine or "unknown",
+                                 "platform": s.platform, "settings": asdict(s)}
+    try:
+        ss = native_dssp(s.pdb)
+    except Exception as exc:            # mdtraj cannot read every PDB our mapping reads: report without SS
+        echo(f"note: no DSSP of {s.pdb} ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
+             "secondary-structure retention is not reported")
+        ss = None
+    result["ss_native"] = ss
+    for name, analyse in (("martini", analyse_martini), ("flashschnet", analyse_flashschnet)):
+        run_data = analyse(dirs[name])
+        run_data["summary"] = summarise(run_data, ss)
+        if ss is not None and run_data["summary"]["ss_native"] is None:
+            echo(f"note: {name}: {len(run_data['native'])} residues but DSSP has {len(ss)}; no secondary-structure retention")
+        run_data.pop("frames")
+        run_data["native"] = np.asarray(run_data["native"]).tolist()
+        result[name] = run_data
+    with open(os.path.join(out, "comparison.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    with open(os.path.join(out, "comparison.md"), "w") as f:
+        f.write(markdown(result))
+    plot(result, os.path.join(out, "comparison.png"))
+    return result

@@ -1,0 +1,208 @@
+"""All-atom protein PDB -> the files of a solvated MARTINI 3 system: martinize2 (PyPI ``vermouth``) makes the
+CG protein and its topology, insane (PyPI ``insane``) puts it in a box of MARTINI water with 0.15 M NaCl and
+counter-ions, and we write the ``system.top`` that includes the MARTINI 3 parameter files.
+
+Both tools run as subprocesses of this Python (their command-line scripts next to ``sys.executable``, else on
+``PATH``); their output is kept in ``martinize2.log`` / ``insane.log`` and a failure becomes one
+:class:`~flashschnet.errors.InputError` line quoting the tool's own last error line.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import List, Sequence, Tuple
+
+import numpy as np
+
+from ...errors import InputError
+
+#: the MARTINI 3.0.0 parameter files a system.top written here includes (all must be in --forcefield-dir)
+FORCEFIELD_FILES = ("martini_v3.0.0.itp", "martini_v3.0.0_ions_v1.itp", "martini_v3.0.0_solvents_v1.itp")
+
+WHERE_TO_GET = ("get them with `bash tools/get_martini_forcefield.sh DIR` (from the martini-shaker wheel on PyPI) "
+                "or from the MARTINI website (cgmartini.nl, Martini 3 force-field parameters)")
+
+#: insane's molecule names -> the names MARTINI 3's ion and solvent files define
+_INSANE_NAMES = {"NA+": "NA", "CL-": "CL", "W": "W"}
+
+
+@dataclass
+class PreparedSystem:
+    """The files of a solvated MARTINI system (absolute paths) and what is in it."""
+
+    folder: str
+    top: str                     # system.top (includes the force-field files by name)
+    gro: str                     # system.gro: coordinates (nm) and the cubic box
+    cg_pdb: str                  # martinize2's CG protein (Angstrom), the mapped native structure
+    protein_molecules: List[Tuple[str, int]] = field(default_factory=list)
+    molecules: List[Tuple[str, int]] = field(default_factory=list)
+    n_protein_beads: int = 0
+    box_nm: float = 0.0
+    warnings: List[str] = field(default_factory=list)   # martinize2's, e.g. missing atoms it rebuilt
+
+
+def check_forcefield_dir(ff_dir: str) -> str:
+    """Return ``ff_dir`` as an absolute path, or raise :class:`InputError` naming the missing files."""
+    if not ff_dir or not os.path.isdir(ff_dir):
+        raise InputError(f"--forcefield-dir {ff_dir!r} is not a folder; it must hold {', '.join(FORCEFIELD_FILES)}: "
+                         f"{WHERE_TO_GET}")
+    missing = [f for f in FORCEFIELD_FILES if not os.path.isfile(os.path.join(ff_dir, f))]
+    if missing:
+        raise InputError(f"{ff_dir}: missing MARTINI 3 parameter file(s) {', '.join(missing)}; {WHERE_TO_GET}")
+    return os.path.abspath(ff_dir)
+
+
+def _tool(name: str, package: str) -> str:
+    here = os.path.join(os.path.dirname(sys.executable), name)
+    path = here if os.access(here, os.X_OK) else shutil.which(name)
+    if not path:
+        raise InputError(f"{name} not found next to {sys.executable} or on PATH; install it with "
+                         f"`pip install {package}`")
+    return path
+
+
+def _last_error(log: str) -> str:
+    """The most telling line of a tool's output: the last one that looks like an error, else the last one."""
+    lines = [l.strip() for l in log.splitlines() if l.strip()]
+    for line in reversed(lines):
+        if re.search(r"error|exception|cannot|could not|not found|unknown|missing", line, re.I):
+            return line
+    return lines[-1] if lines else "(no output)"
+
+
+def _warnings(log: str) -> List[str]:
+    """The distinct WARNING messages of a martinize2 log, in order (logger prefix removed)."""
+    out: List[str] = []
+    for line in log.splitlines():
+        if " WARNING - " in line:
+            msg = line.split(" WARNING - ", 1)[1].split(" - ", 1)[-1].strip()
+            if msg not in out:
+                out.append(msg)
+    return out
+
+
+def _run(cmd: Sequence[str], cwd: str, log_name: str, what: str, env=None) -> List[str]:
+    """Run a tool in ``cwd``, keep its output in ``log_name``; return its warnings, raise InputError on failure."""
+    try:
+        proc = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, env=env, timeout=3600)
+    except subprocess.TimeoutExpired:
+        raise InputError(f"{what}: {os.path.basename(cmd[0])} did not finish within an hour") from None
+    log = proc.stdout + proc.stderr
+    with open(os.path.join(cwd, log_name), "w") as f:
+        f.write(" ".join(cmd) + "\n" + log)
+    warnings = _warnings(log)
+    if proc.returncode != 0:
+        unknown = sorted({m.group(1) for w in warnings for m in [re.search(r"recognize residue '([^']+)'", w)] if m})
+        why = f"; it warned: {warnings[0]}" if warnings else ""
+        if unknown:
+            why += f" (residues {', '.join(unknown)} are not amino acids MARTINI 3 knows: remove them or pass " \
+                   f"--ignore {','.join(unknown)})"
+        raise InputError(f"{what}: {os.path.basename(cmd[0])} failed: {_last_error(log)}{why} "
+                         f"(full output: {os.path.join(cwd, log_name)})")
+    return warnings
+
+
+def _molecules_section(path: str) -> List[Tuple[str, int]]:
+    """The ``[ molecules ]`` entries of a topology that martinize2 or insane wrote."""
+    out, on = [], False
+    with open(path) as f:
+        for line in f:
+            line = line.split(";")[0].strip()
+            if line.startswith("["):
+                on = line.strip("[] ").lower() == "molecules"
+            elif on and line:
+                name, count = line.split()[:2]
+                out.append((name, int(count)))
+    return out
+
+
+def _pdb_xyz(lines: Sequence[str]) -> np.ndarray:
+    return np.array([[float(l[30:38]), float(l[38:46]), float(l[46:54])] for l in lines])
+
+
+def prepare_system(pdb: str, ff_dir: str, folder: str, name: str = "protein", padding_nm: float = 1.5,
+                   salt_molar: float = 0.15, seed: int = 1, ignore: Sequence[str] = ("HOH",),
+                   elastic: bool = True) -> PreparedSystem:
+    """Write a solvated MARTINI 3 system of the all-atom protein ``pdb`` into ``folder``.
+
+    Parameters
+    ----------
+    pdb : str
+        All-atom protein structure (PDB). Water (HOH) and the residues in ``ignore`` are dropped; hydrogens
+        are ignored (martinize2 ``-ignh``).
+    ff_dir : str
+        Folder with :data:`FORCEFIELD_FILES`.
+    folder : str
+        Output folder (created).
+    name : str
+        Molecule name prefix for martinize2 (``name_0``, ``name_1``, ... per chain).
+    padding_nm : float
+        Least distance from any protein bead to the faces of the cubic box (so periodic images of the protein
+        are at least ``2 * padding_nm`` apart), nm.
+    salt_molar : float
+        NaCl concentration, mol/L; insane adds counter-ions to make the system neutral.
+    seed : int
+        insane's random seed (water placement), for reproducible systems.
+    elastic : bool
+        martinize2 ``-elastic``: an elastic network holds the tertiary structure (MARTINI 3's default for
+        folded proteins). Secondary structure always comes from DSSP (mdtraj's, ``-dssp``).
+
+    Returns
+    -------
+    PreparedSystem
+    """
+    if not os.path.isfile(pdb):
+        raise InputError(f"{pdb}: no such file")
+    ff_dir = check_forcefield_dir(ff_dir)
+    folder = os.path.abspath(folder)
+    os.makedirs(folder, exist_ok=True)
+    pdb = os.path.abspath(pdb)
+
+    # 1. martinize2: CG protein + its itp files ---------------------------------------------------------------
+    cmd = [_tool("martinize2", "vermouth"), "-f", pdb, "-x", "cg.pdb", "-o", "martinize2.top", "-ff", "martini3001",
+           "-dssp", "-ignh", "-cys", "auto", "-name", name]
+    for res in ignore:
+        cmd += ["-ignore", res]
+    if elastic:
+        cmd += ["-elastic"]
+    warnings = _run(cmd, folder, "martinize2.log", f"{pdb}: building the MARTINI protein")
+    protein = _molecules_section(os.path.join(folder, "martinize2.top"))
+    atoms = [l for l in open(os.path.join(folder, "cg.pdb")) if l.startswith(("ATOM", "HETATM"))]
+    if not protein or not atoms:
+        raise InputError(f"{pdb}: martinize2 produced no protein (no amino-acid residues in the file?)")
+
+    # 2. insane: centred protein in a cubic box of water and ions ------------------------------------------------
+    xyz = _pdb_xyz(atoms) / 10.0                                      # Angstrom -> nm
+    centre = xyz.mean(axis=0)
+    box = 2.0 * (float(np.linalg.norm(xyz - centre, axis=1).max()) + float(padding_nm))
+    with open(os.path.join(folder, "protein_centred.pdb"), "w") as f:  # insane puts the origin at the box centre
+        for line, p in zip(atoms, (xyz - centre) * 10.0):
+            f.write(f"{line[:30]}{p[0]:8.3f}{p[1]:8.3f}{p[2]:8.3f}{line[54:].rstrip()}\n")
+        f.write("END\n")
+    env = dict(os.environ, INSANE_SEED=str(int(seed)))
+    cmd = [_tool("insane", "insane"), "-f", "protein_centred.pdb", "-o", "system.gro", "-p", "insane.top",
+           "-pbc", "cubic", "-box", f"{box:.3f},{box:.3f},{box:.3f}", "-sol", "W", "-salt", f"{salt_molar:g}"]
+    _run(cmd, folder, "insane.log", f"{pdb}: solvating the MARTINI protein", env=env)
+
+    # 3. system.top: the force field, the protein's molecule types, then insane's solvent and ions --------------
+    molecules = list(protein)
+    for mol, count in _molecules_section(os.path.join(folder, "insane.top")):
+        if mol == "Protein":
+            continue
+        if mol not in _INSANE_NAMES:
+            raise InputError(f"{pdb}: insane added molecule {mol!r}, which MARTINI 3's files do not define")
+        molecules.append((_INSANE_NAMES[mol], count))
+    itps = [f"{m}.itp" for m, _ in protein]
+    with open(os.path.join(folder, "system.top"), "w") as f:
+        for inc in list(FORCEFIELD_FILES) + itps:
+            f.write(f'#include "{inc}"\n')
+        f.write(f"\n[ system ]\n{name} in MARTINI 3 water, {salt_molar:g} M NaCl\n\n[ molecules ]\n")
+        for mol, count in molecules:
+            f.write(f"{mol:<16s}{count:>8d}\n")
+    return PreparedSystem(folder=folder, top=os.path.join(folder, "system.top"), gro=os.path.join(folder, "system.gro"),
+                          cg_pdb=os.path.join(folder, "cg.pdb"), protein_molecules=protein, molecules=molecules,
+                          n_protein_beads=len(atoms), box_nm=box, warnings=warnings)

@@ -1,0 +1,205 @@
+"""PDB -> MARTINI 3 system -> OpenMM Simulation -> trajectory: the job behind ``flashschnet-martini``.
+
+Output directory layout (like ``flashschnet-simulate``'s)::
+
+    DIR/run.json           the run's settings (a resumed run must match them)
+    DIR/system/            martinize2 and insane output and our system.top (cg.pdb is the mapped PDB)
+    DIR/topology.pdb       the whole system after energy minimisation (topology for the DCD)
+    DIR/trajectory.dcd     every particle, with the box; positions are not wrapped, so molecules stay whole
+    DIR/log.csv            step, time_ps, replica (0), potential_energy_kJ_mol, temperature_K, ns_per_day
+    DIR/checkpoint.chk     the last good state (atomic); --resume continues from it
+"""
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import asdict, dataclass
+from typing import Callable, Optional
+
+import numpy as np
+import openmm
+import openmm.app as app
+import openmm.unit as u
+
+from ...errors import InputError
+from ..reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter, read_checkpoint,
+                         truncate_csv, truncate_dcd)
+from ..runner import checkpoint_hint, integrate, ns_per_day, open_run_dir, write_run_json
+from ..simulate import RunResult
+from .prepare import check_forcefield_dir, prepare_system
+from .system import build_system, read_gro
+from .topology import Topology, read_topology
+
+_FIXED_ON_RESUME = ("pdb", "forcefield_dir", "dt_fs", "temperature_K", "friction_per_ps", "report_interval",
+                    "checkpoint_interval", "platform", "seed", "padding_nm", "salt_molar", "elastic", "ignore")
+
+
+@dataclass
+class MartiniSettings:
+    """Everything that defines a MARTINI run (units in the names: fs, K, 1/ps, nm, mol/L)."""
+
+    pdb: str
+    forcefield_dir: str
+    out: str
+    steps: int
+    platform: str = "CPU"
+    seed: Optional[int] = None
+    dt_fs: float = 20.0
+    temperature_K: float = 300.0
+    friction_per_ps: float = 1.0
+    report_interval: int = 500
+    checkpoint_interval: Optional[int] = None      # default: 10 report intervals
+    padding_nm: float = 1.5
+    salt_molar: float = 0.15
+    elastic: bool = True
+    ignore: str = "HOH"                            # comma-separated residue names martinize2 drops
+    minimize_iterations: int = 5000
+    threads: Optional[int] = None
+    max_force: float = 1.0e5                       # kJ/mol/nm
+
+    def validate(self) -> None:
+        if self.steps < 0:
+            raise InputError(f"--steps must be >= 0, got {self.steps}")
+        if not (0.0 < self.dt_fs <= 40.0):
+            raise InputError(f"--dt {self.dt_fs} fs is outside (0, 40] (MARTINI runs at 20-30 fs)")
+        if self.temperature_K <= 0.0:
+            raise InputError(f"--temperature must be positive, got {self.temperature_K}")
+        if self.friction_per_ps < 0.0:
+            raise InputError(f"--friction must be >= 0, got {self.friction_per_ps}")
+        if self.report_interval < 1:
+            raise InputError(f"--report-interval must be >= 1, got {self.report_interval}")
+        if self.checkpoint_interval is None:
+            self.checkpoint_interval = 10 * self.report_interval
+        if self.checkpoint_interval < 1 or self.checkpoint_interval % self.report_interval:
+            raise InputError(f"--checkpoint-interval {self.checkpoint_interval} must be a positive multiple of "
+                             f"--report-interval {self.report_interval}")
+        if self.padding_nm < 1.1:
+            raise InputError(f"--padding {self.padding_nm} nm is below the 1.1 nm cut-off; use at least 1.1 (default 1.5)")
+        if self.salt_molar < 0.0:
+            raise InputError(f"--salt must be >= 0, got {self.salt_molar}")
+        if self.minimize_iterations < 0:
+            raise InputError(f"--minimize-iterations must be >= 0, got {self.minimize_iterations}")
+        names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
+        if self.platform not in names:
+            raise InputError(f"OpenMM platform {self.platform!r} is not available here; available: {', '.join(names)}")
+        check_forcefield_dir(self.forcefield_dir)
+
+
+def openmm_topology(top: Topology, box_nm) -> app.Topology:
+    """OpenMM topology of a MARTINI system: one chain per molecule, residues and bead names from the
+    topology's [ atoms ], no elements; the rectangular box ``box_nm`` (3 lengths, nm)."""
+    omm = app.Topology()
+    for name, count in top.molecules:
+        mol = top.moleculetypes[name]
+        for _ in range(count):
+            chain = omm.addChain(id=name)
+            residues = {}
+            for atom in mol.atoms:
+                key = (atom.resnr, atom.resname)
+                if key not in residues:
+                    residues[key] = omm.addResidue(atom.resname, chain, id=str(atom.resnr))
+                omm.addAtom(atom.name, None, residues[key])
+    omm.setPeriodicBoxVectors([openmm.Vec3(float(box_nm[0]), 0, 0), openmm.Vec3(0, float(box_nm[1]), 0),
+                               openmm.Vec3(0, 0, float(box_nm[2]))] * u.nanometer)
+    return omm
+
+
+def degrees_of_freedom(system: openmm.System) -> int:
+    """3 per particle with mass (virtual sites have none) minus one per constraint."""
+    massive = sum(1 for i in range(system.getNumParticles())
+                  if system.getParticleMass(i).value_in_unit(u.dalton) > 0 and not system.isVirtualSite(i))
+    return 3 * massive - system.getNumConstraints()
+
+
+def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool = True,
+                echo: Callable[[str], None] = print) -> RunResult:
+    """Build (or, with ``resume``, reload) the MARTINI 3 system of ``settings.pdb`` and run Langevin dynamics;
+    see the module docstring for the outputs. Raises :class:`InputError` for bad input (missing force-field
+    files, a PDB martinize2 cannot map, ...) and :class:`SimulationInstabilityError` after keeping the last good
+    checkpoint."""
+    s = settings
+    out = os.path.abspath(s.out)
+    ckpt_path = os.path.join(out, "checkpoint.chk")
+    s.forcefield_dir = os.path.abspath(s.forcefield_dir) if s.forcefield_dir else s.forcefield_dir
+    for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, inherit=("checkpoint_interval", "seed")).items():
+        setattr(s, key, value)
+    s.validate()
+    if s.seed is None:
+        s.seed = random.SystemRandom().randrange(1, 2**31 - 1)
+    ignore = [r.strip() for r in s.ignore.split(",") if r.strip()]
+
+    # 1. martinize2 + insane (a resumed run reuses the files) ---------------------------------------------------
+    folder = os.path.join(out, "system")
+    if not resume:
+        os.makedirs(out, exist_ok=True)
+        echo(f"building the MARTINI 3 system of {s.pdb} (martinize2, insane) in {folder}")
+        prep = prepare_system(s.pdb, s.forcefield_dir, folder, name="protein", padding_nm=s.padding_nm,
+                              salt_molar=s.salt_molar, seed=s.seed, ignore=ignore, elastic=s.elastic)
+        for w in prep.warnings[:5]:
+            echo(f"note: martinize2: {w}")
+        if len(prep.warnings) > 5:
+            echo(f"note: martinize2 gave {len(prep.warnings) - 5} more warnings (see {folder}/martinize2.log)")
+        counts = ", ".join(f"{m} x{c}" for m, c in prep.molecules)
+        echo(f"note: {prep.n_protein_beads} protein beads; box {prep.box_nm:.2f} nm (cubic); molecules: {counts}")
+    top = read_topology(os.path.join(folder, "system.top"), include_dirs=[s.forcefield_dir])
+    pos, box = read_gro(os.path.join(folder, "system.gro"))
+    if len(pos) != top.n_particles():
+        raise InputError(f"{folder}: system.gro has {len(pos)} particles but system.top describes {top.n_particles()}")
+
+    # 2. System, integrator, Simulation ------------------------------------------------------------------------
+    system = build_system(top, box)
+    topology = openmm_topology(top, box)
+    dt_ps = (s.dt_fs * u.femtosecond).value_in_unit(u.picosecond)
+    integrator = openmm.LangevinMiddleIntegrator(s.temperature_K * u.kelvin, s.friction_per_ps / u.picosecond,
+                                                 dt_ps * u.picosecond)
+    integrator.setRandomNumberSeed(int(s.seed))
+    platform = openmm.Platform.getPlatformByName(s.platform)
+    properties = {"Threads": str(int(s.threads))} if s.threads and s.platform == "CPU" else {}
+    simulation = app.Simulation(topology, system, integrator, platform, properties)
+
+    dcd_path, log_path = os.path.join(out, "trajectory.dcd"), os.path.join(out, "log.csv")
+    if resume:
+        meta, blob = read_checkpoint(ckpt_path)
+        simulation.context.loadCheckpoint(blob)
+        simulation.currentStep = int(meta["step"])
+        truncate_dcd(dcd_path, meta["dcd_bytes"][0], meta["dcd_frames"])
+        truncate_csv(log_path, meta["step"])
+        echo(f"resuming {out} at step {meta['step']}")
+    else:
+        write_run_json(out, {k: v for k, v in asdict(s).items() if k not in ("out", "steps", "threads")})
+        simulation.context.setPositions(pos)
+        simulation.context.computeVirtualSites()
+        e0 = simulation.context.getState(getEnergy=True).getPotentialEnergy().value_in_unit(u.kilojoule_per_mole)
+        if s.minimize_iterations:
+            simulation.minimizeEnergy(maxIterations=s.minimize_iterations)
+        state = simulation.context.getState(getEnergy=True, getPositions=True)
+        e1 = state.getPotentialEnergy().value_in_unit(u.kilojoule_per_mole)
+        echo(f"note: energy minimisation {e0:.6g} -> {e1:.6g} kJ/mol")
+        with open(os.path.join(out, "topology.pdb"), "w") as f:
+            app.PDBFile.writeFile(topology, state.getPositions(), f)
+        simulation.context.setVelocitiesToTemperature(s.temperature_K * u.kelvin, int(s.seed))
+
+    # 3. reporters: health first, so nothing records a broken state ------------------------------------------
+    n = system.getNumParticles()
+    atoms = list(topology.atoms())
+
+    def label(i: int) -> str:
+        a = atoms[i]
+        return f"particle {i} ({a.residue.chain.id} {a.residue.name}{a.residue.id} {a.name})"
+
+    masses = np.array([system.getParticleMass(i).value_in_unit(u.dalton) for i in range(n)])
+    dcd = ReplicaDCDReporter([dcd_path], s.report_interval, topology, dt_ps, append=resume, first_step=s.report_interval)
+    log = ReplicaCSVReporter(log_path, s.report_interval, 1, masses, dt_ps, None, append=resume,
+                             dof=degrees_of_freedom(system))
+    checkpoint = CheckpointReporter(ckpt_path, s.checkpoint_interval,
+                                    extra=lambda: {"dcd_bytes": dcd.sizes(), "dcd_frames": dcd.frames})
+    hint = checkpoint_hint(checkpoint, simulation.currentStep if resume else None)
+    health = HealthReporter(s.report_interval, 1, n, bead_label=label, max_force=s.max_force, checkpoint_hint=hint)
+    simulation.reporters.extend([health, dcd, log, checkpoint])
+
+    # 4. run -----------------------------------------------------------------------------------------------
+    done, wall = integrate(simulation, s.steps, s.report_interval, health, checkpoint, hint, outputs=(dcd, log),
+                           clock=log, check_first=not resume, progress=progress, desc=f"MARTINI {n} particles")
+    return RunResult(out=out, steps_done=simulation.currentStep, replicas=1, n_beads=n,
+                     ns_per_day_per_replica=ns_per_day(done, dt_ps, wall))
+

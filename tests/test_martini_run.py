@@ -1,0 +1,148 @@
+"""flashschnet-martini: PDB -> martinize2 -> insane -> our System -> 20 fs Langevin, through the CLI: a short
+stable run with reporters like flashschnet-simulate, resume, the prepared box, and clear errors for missing
+parameter files and a failed martinize2."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import EXAMPLES, SHARED
+from flashschnet.openmm.martini import build_system, read_gro, read_topology
+from flashschnet.openmm.martini.prepare import FORCEFIELD_FILES, prepare_system
+from flashschnet.openmm.reporters import read_dcd
+from flashschnet.scripts.martini import main
+
+M3 = SHARED / "martini" / "m3"
+PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
+ENTRY = Path(sys.executable).parent / "flashschnet-martini"
+
+
+def _m3() -> str:
+    if not (M3 / "martini_v3.0.0.itp").exists():
+        pytest.skip(f"MARTINI 3 force-field files not found in {M3} (../shared/ is absent)")
+    return str(M3)
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_help_through_the_console_entry_point():
+    assert ENTRY.exists(), f"console entry point not installed at {ENTRY}"
+    res = subprocess.run([str(ENTRY), "--help"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0
+    for flag in ("--forcefield-dir", "--steps", "--out", "--platform", "--seed", "--dt", "--resume", "--padding",
+                 "--salt"):
+        assert flag in res.stdout
+
+
+def test_short_run_is_stable_and_resumes(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = [PDB, "--forcefield-dir", _m3(), "--out", str(out), "--report-interval", "100", "--seed", "5",
+            "--threads", "1", "--quiet"]
+    assert main(args + ["--steps", "1000"]) == 0            # 20 ps at 20 fs
+    err = capsys.readouterr().err
+    assert "energy minimisation" in err and "done: 1000 steps" in err
+    for name in ("run.json", "topology.pdb", "trajectory.dcd", "log.csv", "checkpoint.chk", "system/system.top",
+                 "system/cg.pdb", "system/martinize2.log"):
+        assert (out / name).exists(), name
+    cfg = json.loads((out / "run.json").read_text())
+    assert cfg["dt_fs"] == 20.0 and cfg["temperature_K"] == 300.0
+    rows = _rows(out / "log.csv")
+    assert [int(r["step"]) for r in rows] == list(range(100, 1001, 100))
+    energies = np.array([float(r["potential_energy_kJ_mol"]) for r in rows])
+    temps = np.array([float(r["temperature_K"]) for r in rows])
+    assert np.isfinite(energies).all() and (energies < 0).all()
+    assert 270 < temps.mean() < 330, temps                  # Langevin at 300 K, dof without constraints/vsites
+    n = sum(1 for l in open(out / "topology.pdb") if l.startswith(("ATOM", "HETATM")))
+    frames = read_dcd(str(out / "trajectory.dcd"))
+    assert frames.shape == (10, n, 3) and np.isfinite(frames).all()
+    bb = [i for i, l in enumerate(l for l in open(out / "topology.pdb") if l.startswith(("ATOM", "HETATM")))
+          if l[12:16].strip() == "BB"]
+    assert len(bb) == 20                                     # trp-cage: 20 residues
+    step = np.linalg.norm(np.diff(frames[:, bb], axis=1), axis=2)
+    assert step.max() < 0.5, step.max()                      # the chain stays whole and bonded (unwrapped)
+
+    assert main(args + ["--steps", "1500", "--resume"]) == 0
+    assert "resuming" in capsys.readouterr().err
+    assert [int(r["step"]) for r in _rows(out / "log.csv")] == list(range(100, 1501, 100))
+    assert read_dcd(str(out / "trajectory.dcd")).shape[0] == 15
+
+    assert main(args + ["--steps", "10"]) == 2               # the folder already holds a run
+    assert "already holds a run" in capsys.readouterr().err
+
+
+def test_prepared_box_is_neutral_padded_and_reproducible(tmp_path):
+    m3 = _m3()
+    a = prepare_system(PDB, m3, tmp_path / "a", padding_nm=1.5, seed=3)
+    b = prepare_system(PDB, m3, tmp_path / "b", padding_nm=1.5, seed=3)
+    assert Path(a.gro).read_text() == Path(b.gro).read_text()          # insane seeded: same system
+    top = read_topology(a.top, include_dirs=[m3])
+    charge = sum(atom.charge * count for name, count in top.molecules for atom in top.moleculetypes[name].atoms)
+    assert abs(charge) < 1e-6
+    assert dict(top.molecules)["W"] > 0 and dict(top.molecules)["NA"] > 0 and dict(top.molecules)["CL"] > 0
+    pos, box = read_gro(a.gro)
+    protein = pos[:a.n_protein_beads]
+    assert np.allclose(box, box[0]) and (protein.min(axis=0) >= 1.5 - 0.01).all()
+    assert (box - protein.max(axis=0) >= 1.5 - 0.01).all()
+    assert build_system(top, box).getNumParticles() == len(pos)
+
+
+def test_missing_forcefield_files_one_line(tmp_path, capsys):
+    ff = tmp_path / "ff"
+    ff.mkdir()
+    (ff / FORCEFIELD_FILES[0]).write_text("; only the main file\n")
+    rc = main([PDB, "--forcefield-dir", str(ff), "--steps", "10", "--out", str(tmp_path / "o"), "--quiet"])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("flashschnet-martini: error:")
+    assert "martini_v3.0.0_ions_v1.itp" in err[0] and "get_martini_forcefield.sh" in err[0]
+    rc = main([PDB, "--forcefield-dir", str(tmp_path / "nowhere"), "--steps", "10", "--out", str(tmp_path / "o"),
+               "--quiet"])
+    assert rc == 2 and "is not a folder" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "run.json").exists()
+
+
+@pytest.mark.parametrize("content, message", [
+    ("HETATM    1  C1  LIG A   1       0.000   0.000   0.000  1.00  0.00           C\nEND\n", "martinize2 failed"),
+    (None, "--ignore XYZ"),
+])
+def test_failed_martinize2_is_one_line_through_the_entry_point(tmp_path, content, message):
+    _m3()
+    pdb = tmp_path / "bad.pdb"
+    if content is None:        # trp-cage with one residue renamed to something MARTINI 3 does not know
+        lines = []
+        for line in open(PDB):
+            if line.startswith("ATOM") and line[22:26].strip() == "5":
+                line = line[:17] + "XYZ" + line[20:]
+            lines.append(line)
+        content = "".join(lines)
+    pdb.write_text(content)
+    res = subprocess.run([str(ENTRY), str(pdb), "--forcefield-dir", str(M3), "--steps", "10",
+                          "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2
+    lines = [l for l in res.stderr.splitlines() if not l.startswith("flashschnet-martini: building")]
+    assert "Traceback" not in res.stderr and len(lines) == 1, res.stderr
+    assert lines[0].startswith("flashschnet-martini: error:") and message in lines[0] and "bad.pdb" in lines[0]
+    assert (tmp_path / "o" / "system" / "martinize2.log").exists()
+    assert not (tmp_path / "o" / "run.json").exists()      # nothing that looks like a run
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--dt", "60"], "--dt 60"),
+    (["--padding", "0.5"], "below the 1.1 nm cut-off"),
+    (["--platform", "NoSuchPlatform"], "not available"),
+    (["--report-interval", "10", "--checkpoint-interval", "15"], "multiple of --report-interval"),
+])
+def test_bad_arguments(tmp_path, capsys, args, message):
+    rc = main([PDB, "--forcefield-dir", str(M3), "--steps", "10", "--out", str(tmp_path / "o"), "--quiet", *args])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
