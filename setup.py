@@ -56,6 +56,7 @@ setup(
             "flashschnet-quantization-report = flashschnet.scripts.quantization_report:main",
             "flashschnet-martini = flashschnet.scripts.martini:main",
             "flashschnet-compare = flashschnet.scripts.compare:main",
+            "flashschnet-convert = flashschnet.scripts.convert:main",
         ],
     },
 )

@@ -78,7 +78,27 @@ def _infer_mapping(bead_types) -> Optional[str]:
     if bead_types is None:
         return None
     t = torch.as_tensor(bead_types)
-    return "5bead" if bool(((t >= 21) & (t <= 24)).any()) else None
+    if bool(((t >= 21) & (t <= 24)).any()):
+        return "5bead"
+    return "ca" if len(t) and bool(((t >= 1) & (t <= 20)).all()) else None
+
+
+def mlcg_export_to_checkpoint(obj: Dict[str, Any], path: str) -> Dict[str, Any]:
+    """Our checkpoint dict from an mlcg export (``hyperparameters`` + ``state_dict`` with mlcg's names, an
+    optional ``model.`` prefix, optional ``bead_types`` to infer the CG mapping)."""
+    sd = {k[len("model."):] if k.startswith("model.") else k: v for k, v in obj["state_dict"].items()}
+    cfg = _config_from_mlcg(obj["hyperparameters"], path)
+    cfg["cg_mapping"] = _infer_mapping(obj.get("bead_types"))
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "config": cfg,
+        "units": dict(DEFAULT_UNITS),   # mlcg CG models: Angstrom and kcal/mol
+        "state_dict": sd,
+        "priors": None,
+        "metadata": {"description": f"mlcg export {os.path.basename(path)} ({obj.get('name', '')})",
+                     "source": "mlcg export", "placeholder": False},
+    }
 
 
 def read_model_file(path) -> Dict[str, Any]:
@@ -98,19 +118,7 @@ def read_model_file(path) -> Dict[str, Any]:
                 raise InputError(f"{path}: checkpoint lacks {key!r}")
         ckpt = dict(obj)
     elif "hyperparameters" in obj and "state_dict" in obj:
-        sd = {k[len("model."):] if k.startswith("model.") else k: v for k, v in obj["state_dict"].items()}
-        cfg = _config_from_mlcg(obj["hyperparameters"], path)
-        cfg["cg_mapping"] = _infer_mapping(obj.get("bead_types"))
-        ckpt = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "config": cfg,
-            "units": dict(DEFAULT_UNITS),   # mlcg CG models: Angstrom and kcal/mol
-            "state_dict": sd,
-            "priors": None,
-            "metadata": {"description": f"mlcg export {os.path.basename(path)} ({obj.get('name', '')})",
-                         "source": "mlcg export", "placeholder": False},
-        }
+        ckpt = mlcg_export_to_checkpoint(obj, path)
     else:
         raise InputError(
             f"{path}: not a flashschnet checkpoint or an mlcg export (keys: {', '.join(sorted(map(str, obj))[:8])})"
@@ -163,7 +171,9 @@ def load_model(path, backend: Optional[str] = None, dtype: torch.dtype = torch.f
     CGSchNet
         In eval mode. ``model.energy_forces(positions [R, N, 3], bead_types [N])`` works in the model's units
         (``model.units``). The checkpoint's priors (a :class:`flashschnet.priors.PriorSet` or None) are at
-        ``model.priors`` and its metadata at ``model.metadata``.
+        ``model.priors``, type-indexed prior tables of a converted transferable mlcg model (or None) at
+        ``model.prior_tables`` (see :func:`flashschnet.convert.specialize_prior_tables`) and its metadata at
+        ``model.metadata``.
     """
     path = os.fspath(path)
     ckpt = read_model_file(path)
@@ -173,15 +183,23 @@ def load_model(path, backend: Optional[str] = None, dtype: torch.dtype = torch.f
         from .priors import PriorSet
 
         model.priors = PriorSet.from_dict(ckpt["priors"])
+    model.prior_tables = ckpt.get("prior_tables")
     model.metadata = dict(ckpt.get("metadata") or {})
     model.source_path = path
     return model
 
 
+def write_checkpoint(path, ckpt: Dict[str, Any]) -> None:
+    """``torch.save`` a checkpoint dict atomically (temporary file + rename)."""
+    path = os.fspath(path)
+    tmp = path + ".tmp"
+    torch.save(ckpt, tmp)
+    os.replace(tmp, path)
+
+
 def save_checkpoint(path, model: CGSchNet, priors=None, metadata: Optional[Dict[str, Any]] = None) -> None:
     """Write ``model`` (and optional priors, a :class:`~flashschnet.priors.PriorSet`) as a flashschnet
     checkpoint, atomically (temporary file + rename)."""
-    path = os.fspath(path)
     ckpt = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -191,6 +209,6 @@ def save_checkpoint(path, model: CGSchNet, priors=None, metadata: Optional[Dict[
         "priors": priors.to_dict() if priors is not None else None,
         "metadata": dict(metadata or {}),
     }
-    tmp = path + ".tmp"
-    torch.save(ckpt, tmp)
-    os.replace(tmp, path)
+    if getattr(model, "prior_tables", None) is not None:
+        ckpt["prior_tables"] = model.prior_tables
+    write_checkpoint(path, ckpt)

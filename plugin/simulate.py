@@ -139,6 +139,9 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     for note in mol.notes:
         echo(f"note: {note}")
     priors = _load_priors(s.priors) if s.priors else getattr(model, "priors", None)
+    if priors is None and getattr(model, "prior_tables", None):
+        raise InputError(f"{s.model}: its priors are type-indexed tables (a transferable mlcg model); building "
+                         "their bond/angle/dihedral tuples for a new protein is not implemented yet: pass --priors FILE")
     if priors is None:
         echo("note: the model has no priors; running the network alone (no bonds hold the chain together "
              "unless the network was trained without priors)")

@@ -1,0 +1,61 @@
+"""``flashschnet-convert``: an mlcg pickled model (``model_and_prior.pt`` or a specialized model-and-config file)
+-> a flashschnet checkpoint, without mlcg and without running code from the pickle.
+
+    flashschnet-convert INPUT OUTPUT [--force]
+
+Exit status: 0 done, 2 bad input (one-line message: unreadable file, a class that is not part of an mlcg model,
+an unsupported term).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import List, Optional
+
+from ._cli import finish
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="flashschnet-convert",
+        description="Convert a pickled mlcg model (a SumOut of a StandardSchNet and prior terms, as mlcg-combine_model "
+                    "or mlcg.simulation write it) into a flashschnet checkpoint: network hyper-parameters and "
+                    "weights, units (Angstrom, kcal/mol), CG mapping, and the priors (per-tuple for specialized "
+                    "files, type tables otherwise). The pickle is read with a restricted unpickler: only mlcg, "
+                    "torch_geometric and torch.nn classes (as inert stand-ins) and tensors; anything else is refused.",
+    )
+    p.add_argument("input", help="mlcg pickled model file")
+    p.add_argument("output", help="flashschnet checkpoint to write")
+    p.add_argument("--force", action="store_true", help="overwrite OUTPUT if it exists")
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+
+    def job(echo):
+        from flashschnet.checkpoint import write_checkpoint
+        from flashschnet.convert import convert_mlcg
+        from flashschnet.errors import InputError
+
+        if os.path.exists(args.output) and not args.force:
+            raise InputError(f"{args.output}: exists; choose another OUTPUT or pass --force")
+        ckpt = convert_mlcg(args.input)
+        write_checkpoint(args.output, ckpt)
+        return ckpt
+
+    def summary(ckpt) -> str:
+        cfg = ckpt["config"]
+        pri = ckpt.get("priors")
+        tables = ckpt.get("prior_tables") or []
+        what = (f"{len(pri['terms'])} prior terms for its stored {pri['n_beads']}-bead structure" if pri else
+                f"{len(tables)} type-table prior terms" if tables else "no priors")
+        return (f"wrote {args.output}: CGSchNet {cfg['num_interactions']} x {cfg['hidden_channels']} "
+                f"(mapping {cfg.get('cg_mapping') or 'unknown'}), {what}")
+
+    return finish("flashschnet-convert", job, summary)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
