@@ -193,6 +193,40 @@ def specialize_prior_tables(tables: List[Dict[str, Any]], tuples: Dict[str, torc
                     fingerprint=(mapping, types.tolist()) if mapping else None, description=description)
 
 
+#: term names :func:`flashschnet.priors.mlcg_term_tuples` knows how to build tuples for
+def _known_term(name: str) -> bool:
+    from .cg.tables import STANDARD_RESIDUES
+
+    fixed = {f"{w}_{k}" for w in ("n_term", "bulk", "c_term") for k in ("bonds", "angles")}
+    fixed |= {"pro_omega", "non_pro_omega", "gamma_1", "gamma_2", "non_bonded"}
+    fixed |= {f"{r}_{a}" for r in STANDARD_RESIDUES for a in ("phi", "psi")}
+    return name in fixed
+
+
+def priors_for_molecule(tables: List[Dict[str, Any]], mol, source: str = "the model") -> PriorSet:
+    """A transferable mlcg model's type-table priors applied to a CG molecule (5-bead mapping): the tuples of
+    each term from :func:`flashschnet.priors.mlcg_term_tuples`, the parameters from the tables.
+
+    Raises :class:`InputError` when a table's name is not one whose tuples we know how to build, or when the
+    molecule needs a term the model does not have (e.g. a residue type it was not trained with).
+    """
+    from .priors import mlcg_term_tuples
+
+    unknown = [t["name"] for t in tables if not _known_term(t["name"])]
+    if unknown:
+        raise InputError(f"{source}: prior term(s) {', '.join(unknown[:5])} follow no naming this converter knows "
+                         "(n_term/bulk/c_term_bonds|angles, RES_phi|psi, pro_omega, non_pro_omega, gamma_1, gamma_2, "
+                         "non_bonded); cannot tell which beads they act on")
+    tuples = mlcg_term_tuples(mol)
+    have = {t["name"] for t in tables}
+    missing = sorted(k for k, v in tuples.items() if len(v) and k not in have)
+    if missing:
+        raise InputError(f"{source}: has no prior for {', '.join(missing[:5])} needed by {mol.source or 'the molecule'} "
+                         "(a residue or term the model was not trained with)")
+    return specialize_prior_tables(tables, tuples, torch.as_tensor(mol.bead_types), mapping=mol.mapping,
+                                   description=f"type-table priors of {source} applied to {mol.source or 'the molecule'}")
+
+
 def convert_mlcg(path) -> Dict[str, Any]:
     """Read an mlcg pickled model; return our checkpoint dict (see the module docstring)."""
     from .checkpoint import FORMAT, FORMAT_VERSION, mlcg_export_to_checkpoint

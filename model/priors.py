@@ -42,6 +42,7 @@ __all__ = [
     "per_term_energy",
     "compute_torsions",
     "fit_priors_to_structure",
+    "mlcg_term_tuples",
     "REPULSION_MIN_GRAPH_DISTANCE",
     "DEFAULT_K_BOND",
     "DEFAULT_K_ANGLE",
@@ -657,6 +658,77 @@ def fit_priors_to_structure(
                        f"structure, force constants = medians of mlcg's chignolin prior; NOT Boltzmann inversion)")
     return PriorSet(terms=terms, n_beads=n, units={"length": "angstrom", "energy": "kcal/mol"},
                     fingerprint=mol.fingerprint(), description=description)
+
+
+def _three_letter(mol, r: int) -> str:
+    from .cg.tables import ALPHABET, STANDARD_RESIDUES
+
+    one = {v: k for k, v in STANDARD_RESIDUES.items()}
+    seq = mol.sequence() if hasattr(mol, "sequence") else None
+    if seq:
+        return one[seq[r]]
+    return str(mol.residues[r].resname)
+
+
+def mlcg_term_tuples(mol, min_graph_distance: int = REPULSION_MIN_GRAPH_DISTANCE) -> Dict[str, torch.Tensor]:
+    """The tuples of each prior term of a transferable mlcg 5-bead model, for a CG molecule.
+
+    Term names and rules are those of mlcg's published priors (checked against mlcg's own chignolin neighbour
+    lists in tests/data/oracles/real/oracle_S.pt):
+
+    * ``n_term_bonds`` / ``c_term_bonds`` / ``bulk_bonds``: CG bonds with a bead in the first / last residue of
+      its chain / neither (first wins);
+    * ``n_term_angles`` / ``c_term_angles`` / ``bulk_angles``: bonded paths i-j-k, classified the same way;
+    * ``<RES>_phi`` (C_{i-1}, N_i, CA_i, C_i) and ``<RES>_psi`` (N_i, CA_i, C_i, N_{i+1}) by residue i's name;
+    * ``pro_omega`` / ``non_pro_omega`` (CA_i, C_i, N_{i+1}, CA_{i+1}) by whether residue i+1 is proline;
+    * ``gamma_1`` (N_i, CB_i, C_i, CA_i), ``gamma_2`` (CA_i, O_i, N_{i+1}, C_i);
+    * ``non_bonded``: pairs at bonded-graph distance >= ``min_graph_distance`` (mlcg: 5).
+
+    Returns
+    -------
+    dict name -> LongTensor [n, order]
+        0-based bead indices.
+    """
+    if mol.mapping != "5bead":
+        raise InputError(f"mlcg transferable priors need the 5-bead mapping, not {mol.mapping!r}")
+    n = int(mol.n_beads)
+    bead_res = np.asarray(mol.bead_residue, dtype=np.int64)
+    chain = np.asarray(mol.chain_of_residue, dtype=np.int64)
+    first = {c: int(np.flatnonzero(chain == c).min()) for c in np.unique(chain)}
+    last = {c: int(np.flatnonzero(chain == c).max()) for c in np.unique(chain)}
+
+    def where(beads) -> str:
+        res = [int(bead_res[b]) for b in beads]
+        if any(r == first[int(chain[r])] for r in res):
+            return "n_term"
+        if any(r == last[int(chain[r])] for r in res):
+            return "c_term"
+        return "bulk"
+
+    out: Dict[str, List[Tuple[int, ...]]] = {}
+    bonds = np.asarray(mol.bonds, dtype=np.int64).reshape(-1, 2)
+    for a, b in bonds:
+        out.setdefault(f"{where((a, b))}_bonds", []).append((int(a), int(b)))
+    for t in _angle_tuples(n, bonds):
+        out.setdefault(f"{where(t)}_angles", []).append(t)
+    dih = _dihedral_tuples(mol)
+    for t in dih["phi"]:
+        out.setdefault(f"{_three_letter(mol, int(bead_res[t[1]]))}_phi", []).append(t)
+    for t in dih["psi"]:
+        out.setdefault(f"{_three_letter(mol, int(bead_res[t[0]]))}_psi", []).append(t)
+    for t in dih["omega"]:
+        pro = _three_letter(mol, int(bead_res[t[3]])) == "PRO"
+        out.setdefault("pro_omega" if pro else "non_pro_omega", []).append(t)
+    out["gamma_1"], out["gamma_2"] = list(dih["gamma_1"]), list(dih["gamma_2"])
+    far = int(min_graph_distance)
+    gd = np.asarray(mol.bond_graph_distances(max_distance=far))
+    iu, ju = np.triu_indices(n, 1)
+    sel = gd[iu, ju] >= far
+    out["non_bonded"] = list(zip(iu[sel].tolist(), ju[sel].tolist()))
+    def order(name: str) -> int:
+        return 2 if name.endswith("_bonds") or name == "non_bonded" else 3 if name.endswith("_angles") else 4
+
+    return {k: torch.tensor(v, dtype=torch.long).reshape(-1, order(k)) for k, v in out.items()}
 
 
 def load_priors(path) -> PriorSet:

@@ -29,7 +29,7 @@ from ..nn.quant import apply_variant, describe, variant
 from .runner import checkpoint_hint, integrate, ns_per_day, open_run_dir, write_run_json
 from .reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter,
                         read_checkpoint, truncate_csv, truncate_dcd)
-from .system import build_system, replica_positions_nm
+from .system import build_system, model_priors, replica_positions_nm
 from .topology import cg_topology, write_cg_pdb
 from .units import conversion_factors
 
@@ -138,10 +138,7 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     mol = map_pdb(s.pdb, mapping=mapping)
     for note in mol.notes:
         echo(f"note: {note}")
-    priors = _load_priors(s.priors) if s.priors else getattr(model, "priors", None)
-    if priors is None and getattr(model, "prior_tables", None):
-        raise InputError(f"{s.model}: its priors are type-indexed tables (a transferable mlcg model); building "
-                         "their bond/angle/dihedral tuples for a new protein is not implemented yet: pass --priors FILE")
+    priors = _load_priors(s.priors) if s.priors else model_priors(model, mol)
     if priors is None:
         echo("note: the model has no priors; running the network alone (no bonds hold the chain together "
              "unless the network was trained without priors)")

@@ -26,10 +26,24 @@ PRIOR_GROUP = 1
 _USE_MODEL_PRIORS = "model"
 
 
-def _resolve_priors(model, priors):
+def _resolve_priors(model, priors, mol=None):
     if isinstance(priors, str) and priors == _USE_MODEL_PRIORS:
-        return getattr(model, "priors", None)
+        return model_priors(model, mol)
     return priors
+
+
+def model_priors(model, mol=None):
+    """The priors ``model`` brings for ``mol``: its per-tuple PriorSet, else its type-indexed tables (a converted
+    transferable mlcg model) applied to ``mol``, else None."""
+    if model is None:
+        return None
+    if getattr(model, "priors", None) is not None:
+        return model.priors
+    if getattr(model, "prior_tables", None) and mol is not None:
+        from flashschnet.convert import priors_for_molecule
+
+        return priors_for_molecule(model.prior_tables, mol, getattr(model, "source_path", "the model"))
+    return None
 
 
 def check_compatible(mol, model) -> None:
@@ -56,7 +70,8 @@ def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, m
     replicas : int
         Number of packed, non-interacting copies.
     priors : PriorSet, None, or "model"
-        Prior terms to add as native OpenMM forces; ``"model"`` (default) takes ``model.priors``.
+        Prior terms to add as native OpenMM forces; ``"model"`` (default) takes the model's
+        (:func:`model_priors`: ``model.priors``, or its type tables applied to ``mol``).
     module : ScriptModule, optional
         A ready :func:`~flashschnet.openmm.force.network_module` to reuse (it must be made for the same
         number of replicas).
@@ -84,7 +99,7 @@ def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, m
             if module is None:
                 module = network_module(model, types, replicas)
             system.addForce(create_torch_force(module, NETWORK_GROUP))
-    prior_set = _resolve_priors(model, priors)
+    prior_set = _resolve_priors(model, priors, mol)
     if prior_set is not None:
         from .priors import add_prior_forces
 

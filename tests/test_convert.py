@@ -180,11 +180,86 @@ def test_cli_entry_point(tmp_path):
     assert res.returncode == 2 and "--force" in res.stderr
 
 
-def test_simulate_refuses_type_table_priors_it_cannot_apply(tmp_path, capsys):
+def _chignolin_pdb(tmp_path) -> Path:
+    """An all-atom-style PDB whose N, CA, CB, C, O atoms sit at oracle S's 5-bead positions (frame 0), so that
+    the 5-bead mapping reproduces mlcg's chignolin (CLN025, YYDPETGTWY) beads exactly."""
+    o = _oracle(S_ORACLE)
+    seq = ["TYR", "TYR", "ASP", "PRO", "GLU", "THR", "GLY", "THR", "TRP", "TYR"]
+    lines, res, name = [], -1, ""
+    for i, (t, xyz) in enumerate(zip(o["bead_types"].tolist(), o["positions_A"][0].tolist())):
+        if t == 21:
+            res, name = res + 1, "N"
+        elif t == 22 or (t == 6 and name == "N"):
+            name = "CA"
+        else:
+            name = {23: "C", 24: "O"}.get(t, "CB")
+        lines.append(f"ATOM  {i + 1:5d}  {name:<3s} {seq[res]} A{res + 1:4d}    "
+                     f"{xyz[0]:8.3f}{xyz[1]:8.3f}{xyz[2]:8.3f}  1.00  0.00           {name[0]}")
+    path = tmp_path / "cln025_5bead.pdb"
+    path.write_text("\n".join(lines) + "\nEND\n")
+    return path
+
+
+def test_term_tuples_of_a_new_molecule_are_mlcgs(tmp_path):
+    from flashschnet.cg import map_pdb
+    from flashschnet.priors import mlcg_term_tuples
+
+    o = _oracle(S_ORACLE)
+    mol = map_pdb(_chignolin_pdb(tmp_path), mapping="5bead")
+    assert list(mol.bead_types) == o["bead_types"].tolist()
+    ours = mlcg_term_tuples(mol)
+    for name, term in o["prior_terms"].items():          # all 51 terms, empty ones included
+        ref = {tuple(c) for c in term["index_mapping"].t().tolist()}
+        got = {tuple(c) for c in ours.get(name, torch.zeros(0, 2, dtype=torch.long)).tolist()}
+        assert got == ref, name
+    assert set(ours) <= set(o["prior_terms"])
+
+
+def test_converted_transferable_model_in_openmm_equals_mlcg(tmp_path):
+    """PDB -> 5-bead map -> System with the converted network (TorchForce) and its type-table priors applied to
+    the molecule (native forces): OpenMM's energy and forces equal mlcg's totals."""
+    import openmm
+    import openmm.unit as u
+
+    from flashschnet.cg import map_pdb
+    from flashschnet.openmm import build_system
+
+    o = _oracle(S_ORACLE)
+    out = tmp_path / "s.pt"
+    assert main([str(S_MODEL), str(out)]) == 0
+    model = load_model(out, dtype=torch.float64)
+    mol = map_pdb(_chignolin_pdb(tmp_path), mapping="5bead")
+    system = build_system(mol, model)
+    ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("Reference"))
+    for frame in range(3):
+        ctx.setPositions(o["positions_A"][frame].numpy() * 0.1)
+        st = ctx.getState(getEnergy=True, getForces=True)
+        e = st.getPotentialEnergy().value_in_unit(u.kilojoule_per_mole) / 4.184
+        f = st.getForces(asNumpy=True).value_in_unit(u.kilojoule_per_mole / u.nanometer) / 41.84
+        assert abs(e - float(o["energies"][frame])) < 1e-8 * max(1.0, abs(float(o["energies"][frame])))
+        assert abs(f - o["forces"][frame].numpy()).max() < 1e-6
+
+
+def test_missing_residue_prior_is_a_clear_error(tmp_path):
+    from flashschnet.cg import map_pdb
+    from flashschnet.convert import priors_for_molecule
+
+    ckpt = convert_mlcg(S_MODEL)
+    tables = [t for t in ckpt["prior_tables"] if t["name"] != "TRP_phi"]
+    mol = map_pdb(_chignolin_pdb(tmp_path), mapping="5bead")
+    with pytest.raises(InputError, match="no prior for TRP_phi"):
+        priors_for_molecule(tables, mol, "m.pt")
+    odd = tables + [dict(tables[0], name="my_special_bonds")]
+    with pytest.raises(InputError, match="my_special_bonds"):
+        priors_for_molecule(odd, mol, "m.pt")
+
+
+def test_simulate_runs_a_converted_transferable_model(tmp_path, capsys):
     from flashschnet.scripts.simulate import main as simulate
 
     out = tmp_path / "s.pt"
     assert main([str(S_MODEL), str(out)]) == 0
-    rc = simulate([str(EXAMPLES / "1L2Y_trpcage.pdb"), "--model", str(out), "--steps", "1",
-                   "--out", str(tmp_path / "run"), "--quiet"])
-    assert rc == 2 and "type-indexed tables" in capsys.readouterr().err
+    rc = simulate([str(EXAMPLES / "1L2Y_trpcage.pdb"), "--model", str(out), "--steps", "20", "--report-interval",
+                   "10", "--out", str(tmp_path / "run"), "--quiet", "--seed", "3", "--threads", "1"])
+    assert rc == 0, capsys.readouterr().err
+    assert (tmp_path / "run" / "replica_000.dcd").exists()
