@@ -32,6 +32,7 @@ setup(
         "flashschnet.nn",
         "flashschnet.ops",
         "flashschnet.reference",
+        "flashschnet.train",
         "flashschnet.openmm",
         "flashschnet.openmm.martini",
         "flashschnet.scripts",
@@ -43,6 +44,7 @@ setup(
         "flashschnet.ops": "model/ops",
         "flashschnet.kernels": "model/kernels",
         "flashschnet.reference": "model/reference",
+        "flashschnet.train": "model/train",
         "flashschnet.openmm": "plugin",
         "flashschnet.openmm.martini": "plugin/martini",
         "flashschnet.scripts": "scripts",
@@ -57,6 +59,7 @@ setup(
             "flashschnet-martini = flashschnet.scripts.martini:main",
             "flashschnet-compare = flashschnet.scripts.compare:main",
             "flashschnet-convert = flashschnet.scripts.convert:main",
+            "flashschnet-train = flashschnet.scripts.train:main",
         ],
     },
 )

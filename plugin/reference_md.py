@@ -1,0 +1,79 @@
+"""All-atom reference MD for force matching: amber14 + GBn2 implicit solvent in OpenMM, saving positions and
+forces (``flashschnet-train md``).
+
+The output ``.npz`` holds ``positions_nm`` [F, n_atoms, 3], ``forces_kj_mol_nm`` [F, n_atoms, 3] (the force
+field's forces, constraint forces excluded: HBonds constraints keep each hydrogen with its heavy atom, and the
+aggregated force map sums them in one bead), ``atoms`` (residue index, residue name, atom name, element per
+atom), ``bonds`` [B, 2], ``temperature_K``, ``dt_fs``, ``interval`` and ``seed``.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+import openmm
+import openmm.app as app
+import openmm.unit as u
+
+from ..errors import InputError
+
+
+def reference_md(pdb: str, out: str, frames: int, interval: int = 500, temperature_K: float = 300.0,
+                 dt_fs: float = 2.0, friction_per_ps: float = 1.0, seed: int = 1, platform: str = "CPU",
+                 equilibration_steps: int = 1000, progress: bool = True, echo: Callable[[str], None] = print) -> str:
+    """Run Langevin MD of the protein in ``pdb`` and write ``frames`` frames, ``interval`` steps apart, to ``out``.
+
+    Water and ions in the PDB are removed (GBn2 implicit solvent); missing hydrogens are added (pH 7). Returns
+    ``out``. Raises :class:`InputError` when amber14 cannot parameterise the structure (e.g. a ligand).
+    """
+    try:
+        pdbfile = app.PDBFile(pdb)
+    except Exception as exc:                          # OpenMM raises several types for bad PDB text
+        raise InputError(f"{pdb}: OpenMM cannot read it as a PDB file ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+    ff = app.ForceField("amber14-all.xml", "implicit/gbn2.xml")
+    modeller = app.Modeller(pdbfile.topology, pdbfile.getPositions(frame=0))
+    modeller.deleteWater()
+    ions = [r for r in modeller.topology.residues() if r.name in ("NA", "CL", "K", "MG", "CA", "ZN", "Na+", "Cl-")]
+    if ions:
+        modeller.delete(ions)
+    try:
+        modeller.addHydrogens(ff, pH=7.0)
+        system = ff.createSystem(modeller.topology, nonbondedMethod=app.NoCutoff, constraints=app.HBonds)
+    except ValueError as exc:
+        raise InputError(f"{pdb}: amber14/GBn2 cannot parameterise it ({str(exc).splitlines()[0]}); remove "
+                         "ligands and non-standard residues") from None
+    integrator = openmm.LangevinMiddleIntegrator(temperature_K * u.kelvin, friction_per_ps / u.picosecond,
+                                                 dt_fs * u.femtosecond)
+    integrator.setRandomNumberSeed(int(seed))
+    sim = app.Simulation(modeller.topology, system, integrator, openmm.Platform.getPlatformByName(platform))
+    sim.context.setPositions(modeller.positions)
+    sim.minimizeEnergy(maxIterations=1000)
+    sim.context.setVelocitiesToTemperature(temperature_K * u.kelvin, int(seed))
+    if equilibration_steps:
+        sim.step(int(equilibration_steps))
+    atoms = [(a.residue.index, a.residue.name, a.name, a.element.symbol if a.element is not None else "")
+             for a in modeller.topology.atoms()]
+    bonds = np.array([(b[0].index, b[1].index) for b in modeller.topology.bonds()], dtype=np.int64)
+    pos = np.empty((frames, len(atoms), 3), dtype=np.float32)
+    frc = np.empty((frames, len(atoms), 3), dtype=np.float32)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=frames, unit="frame", desc="all-atom MD", dynamic_ncols=True)
+    for k in range(frames):
+        sim.step(int(interval))
+        st = sim.context.getState(getPositions=True, getForces=True)
+        pos[k] = st.getPositions(asNumpy=True).value_in_unit(u.nanometer)
+        frc[k] = st.getForces(asNumpy=True).value_in_unit(u.kilojoule_per_mole / u.nanometer)
+        if not np.isfinite(frc[k]).all():
+            raise InputError(f"{pdb}: the all-atom simulation blew up at frame {k}; try a smaller --dt")
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    np.savez_compressed(out, positions_nm=pos, forces_kj_mol_nm=frc,
+                        atoms=np.array(atoms, dtype=object).astype(str), bonds=bonds, temperature_K=temperature_K,
+                        dt_fs=dt_fs, interval=interval, seed=seed)
+    echo(f"note: {frames} frames of {len(atoms)} atoms ({frames * interval * dt_fs * 1e-6:.4g} ns) in {out}")
+    return out
