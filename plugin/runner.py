@@ -68,6 +68,30 @@ def open_run_dir(out: str, resume: bool, current: Dict[str, object], fixed: Sequ
     return inherited
 
 
+def check_run_settings(s, max_dt_fs: float, dt_hint: str = "") -> None:
+    """The checks every run's settings share (``steps``, ``dt_fs``, ``temperature_K``, ``friction_per_ps``,
+    ``report_interval``, ``checkpoint_interval`` -- defaulted to 10 report intervals -- and ``platform``);
+    raises :class:`InputError` naming the command-line option."""
+    if s.steps < 0:
+        raise InputError(f"--steps must be >= 0, got {s.steps}")
+    if not (0.0 < s.dt_fs <= max_dt_fs):
+        raise InputError(f"--dt {s.dt_fs} fs is outside (0, {max_dt_fs:g}]{dt_hint}")
+    if s.temperature_K <= 0.0:
+        raise InputError(f"--temperature must be positive, got {s.temperature_K}")
+    if s.friction_per_ps < 0.0:
+        raise InputError(f"--friction must be >= 0, got {s.friction_per_ps}")
+    if s.report_interval < 1:
+        raise InputError(f"--report-interval must be >= 1, got {s.report_interval}")
+    if s.checkpoint_interval is None:
+        s.checkpoint_interval = 10 * s.report_interval
+    if s.checkpoint_interval < 1 or s.checkpoint_interval % s.report_interval:
+        raise InputError(f"--checkpoint-interval {s.checkpoint_interval} must be a positive multiple of "
+                         f"--report-interval {s.report_interval}")
+    names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
+    if s.platform not in names:
+        raise InputError(f"OpenMM platform {s.platform!r} is not available here; available: {', '.join(names)}")
+
+
 def write_run_json(out: str, settings: Dict[str, object]) -> None:
     with open(os.path.join(out, "run.json"), "w") as f:
         json.dump(settings, f, indent=1)

@@ -26,7 +26,7 @@ from ..checkpoint import load_model
 from ..cg.mapping import map_pdb
 from ..errors import InputError, SimulationInstabilityError
 from ..nn.quant import apply_variant, describe, variant
-from .runner import checkpoint_hint, integrate, ns_per_day, open_run_dir, write_run_json
+from .runner import check_run_settings, checkpoint_hint, integrate, ns_per_day, open_run_dir, write_run_json
 from .reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter,
                         read_checkpoint, truncate_csv, truncate_dcd)
 from .system import build_system, model_priors, replica_positions_nm
@@ -67,31 +67,14 @@ class RunSettings:
     max_force: float = 1.0e5                       # kJ/mol/nm
 
     def validate(self) -> None:
-        if self.steps < 0:
-            raise InputError(f"--steps must be >= 0, got {self.steps}")
+        check_run_settings(self, max_dt_fs=50.0)
         if self.replicas < 1:
             raise InputError(f"--replicas must be >= 1, got {self.replicas}")
-        if not (0.0 < self.dt_fs <= 50.0):
-            raise InputError(f"--dt {self.dt_fs} fs is outside (0, 50]")
-        if self.temperature_K <= 0.0:
-            raise InputError(f"--temperature must be positive, got {self.temperature_K}")
-        if self.friction_per_ps < 0.0:
-            raise InputError(f"--friction must be >= 0, got {self.friction_per_ps}")
-        if self.report_interval < 1:
-            raise InputError(f"--report-interval must be >= 1, got {self.report_interval}")
-        if self.checkpoint_interval is None:
-            self.checkpoint_interval = 10 * self.report_interval
-        if self.checkpoint_interval < 1 or self.checkpoint_interval % self.report_interval:
-            raise InputError(f"--checkpoint-interval {self.checkpoint_interval} must be a positive multiple of "
-                             f"--report-interval {self.report_interval}")
         if self.network_force not in ("torch", "python"):
             raise InputError(f"--network-force must be torch or python, got {self.network_force!r}")
         variant(self.quantize)      # raises InputError naming the known variants
         if self.precision not in ("single", "double"):
             raise InputError(f"--precision must be single or double, got {self.precision!r}")
-        names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
-        if self.platform not in names:
-            raise InputError(f"OpenMM platform {self.platform!r} is not available here; available: {', '.join(names)}")
 
 
 @dataclass

@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from ._cli import finish
+from ._cli import add_run_arguments, finish
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,17 +27,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--forcefield-dir", required=True,
                    help="folder with martini_v3.0.0.itp, martini_v3.0.0_ions_v1.itp, martini_v3.0.0_solvents_v1.itp "
                         "(bash tools/get_martini_forcefield.sh DIR fetches them)")
-    p.add_argument("--steps", type=int, required=True, help="total number of integration steps")
-    p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--platform", default="CPU", help="OpenMM platform: Reference, CPU, CUDA, OpenCL (default CPU)")
-    p.add_argument("--seed", type=int, default=None, help="random seed for solvation, velocities and the integrator")
-    p.add_argument("--dt", type=float, default=20.0, help="time step in fs (default 20)")
-    p.add_argument("--temperature", type=float, default=300.0, help="temperature in K (default 300)")
-    p.add_argument("--friction", type=float, default=1.0, help="Langevin friction in 1/ps (default 1)")
-    p.add_argument("--report-interval", type=int, default=500, help="steps between frames/log rows (default 500)")
-    p.add_argument("--checkpoint-interval", type=int, default=None,
-                   help="steps between checkpoints, a multiple of --report-interval (default 10 report intervals)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     p.add_argument("--padding", type=float, default=1.5,
                    help="least distance from the protein to the box faces, nm (default 1.5)")
     p.add_argument("--salt", type=float, default=0.15, help="NaCl concentration, mol/L (default 0.15)")
@@ -45,10 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ignore", default="HOH", help="comma-separated residue names to drop (default HOH)")
     p.add_argument("--minimize-iterations", type=int, default=5000,
                    help="energy-minimisation iterations before the run (default 5000; 0: none)")
-    p.add_argument("--threads", type=int, default=None, help="CPU platform threads (default: OpenMM's)")
-    p.add_argument("--max-force", type=float, default=1.0e5,
-                   help="stop when a force component exceeds this, kJ/mol/nm (default 1e5)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_run_arguments(p, dt_fs=20.0, report_interval=500, seed_help="random seed for solvation, velocities and the integrator",
+                      threads_help="CPU platform threads (default: OpenMM's)")
     return p
 
 

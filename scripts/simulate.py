@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from ._cli import finish
+from ._cli import add_run_arguments, finish
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,18 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("pdb", help="all-atom protein structure (PDB)")
     p.add_argument("--model", required=True, help="flashschnet checkpoint or mlcg export file")
-    p.add_argument("--steps", type=int, required=True, help="total number of integration steps")
-    p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--replicas", type=int, default=1, help="independent copies packed into one Context (default 1)")
-    p.add_argument("--platform", default="CPU", help="OpenMM platform: Reference, CPU, CUDA, OpenCL (default CPU)")
-    p.add_argument("--seed", type=int, default=None, help="random seed for velocities and the integrator")
-    p.add_argument("--dt", type=float, default=4.0, help="time step in fs (default 4)")
-    p.add_argument("--temperature", type=float, default=300.0, help="temperature in K (default 300)")
-    p.add_argument("--friction", type=float, default=1.0, help="Langevin friction in 1/ps (default 1)")
-    p.add_argument("--report-interval", type=int, default=1000, help="steps between frames/log rows (default 1000)")
-    p.add_argument("--checkpoint-interval", type=int, default=None,
-                   help="steps between checkpoints, a multiple of --report-interval (default 10 report intervals)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     p.add_argument("--mapping", choices=["5bead", "ca"], default=None, help="CG mapping (default: the model's)")
     p.add_argument("--priors", default=None, help="prior file to use instead of the model's priors")
     p.add_argument("--precision", choices=["single", "double"], default="single", help="network precision")
@@ -50,10 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--network-force", choices=["torch", "python"], default="torch",
                    help="how OpenMM calls the network: torch (openmm-torch TorchForce, default) or python "
                         "(openmm.PythonForce, no openmm-torch needed)")
-    p.add_argument("--threads", type=int, default=None, help="PyTorch CPU threads (default: PyTorch's)")
-    p.add_argument("--max-force", type=float, default=1.0e5,
-                   help="stop when a force component exceeds this, kJ/mol/nm (default 1e5)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_run_arguments(p, dt_fs=4.0, report_interval=1000, seed_help="random seed for velocities and the integrator",
+                      threads_help="PyTorch CPU threads (default: PyTorch's)")
     return p
 
 

@@ -24,7 +24,7 @@ import openmm.unit as u
 from ...errors import InputError
 from ..reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter, read_checkpoint,
                          truncate_csv, truncate_dcd)
-from ..runner import checkpoint_hint, integrate, ns_per_day, open_run_dir, write_run_json
+from ..runner import check_run_settings, checkpoint_hint, integrate, ns_per_day, open_run_dir, write_run_json
 from ..simulate import RunResult
 from .prepare import check_forcefield_dir, prepare_system
 from .system import build_system, read_gro
@@ -58,30 +58,13 @@ class MartiniSettings:
     max_force: float = 1.0e5                       # kJ/mol/nm
 
     def validate(self) -> None:
-        if self.steps < 0:
-            raise InputError(f"--steps must be >= 0, got {self.steps}")
-        if not (0.0 < self.dt_fs <= 40.0):
-            raise InputError(f"--dt {self.dt_fs} fs is outside (0, 40] (MARTINI runs at 20-30 fs)")
-        if self.temperature_K <= 0.0:
-            raise InputError(f"--temperature must be positive, got {self.temperature_K}")
-        if self.friction_per_ps < 0.0:
-            raise InputError(f"--friction must be >= 0, got {self.friction_per_ps}")
-        if self.report_interval < 1:
-            raise InputError(f"--report-interval must be >= 1, got {self.report_interval}")
-        if self.checkpoint_interval is None:
-            self.checkpoint_interval = 10 * self.report_interval
-        if self.checkpoint_interval < 1 or self.checkpoint_interval % self.report_interval:
-            raise InputError(f"--checkpoint-interval {self.checkpoint_interval} must be a positive multiple of "
-                             f"--report-interval {self.report_interval}")
+        check_run_settings(self, max_dt_fs=40.0, dt_hint=" (MARTINI runs at 20-30 fs)")
         if self.padding_nm < 1.1:
             raise InputError(f"--padding {self.padding_nm} nm is below the 1.1 nm cut-off; use at least 1.1 (default 1.5)")
         if self.salt_molar < 0.0:
             raise InputError(f"--salt must be >= 0, got {self.salt_molar}")
         if self.minimize_iterations < 0:
             raise InputError(f"--minimize-iterations must be >= 0, got {self.minimize_iterations}")
-        names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
-        if self.platform not in names:
-            raise InputError(f"OpenMM platform {self.platform!r} is not available here; available: {', '.join(names)}")
         check_forcefield_dir(self.forcefield_dir)
 
 
