@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Quickstart: set up (a venv cached outside the clone, reused across runs) and run the main job on the
 # bundled example: trp-cage (1L2Y, all-atom PDB) -> 5-bead CG -> OpenMM Langevin dynamics with the
-# PLACEHOLDER model (see README) -> runs/quickstart/{replica_000.dcd,topology.pdb,log.csv,checkpoint.chk}.
+# model trained on trp-cage (see README, docs/model-card-trpcage.md) -> runs/quickstart/{replica_000.dcd,...}.
 #   STEPS=10000 bash examples/quickstart.sh     # longer run (default 2000 steps = 8 ps at 4 fs)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -9,7 +9,7 @@ venv="$(bash "$root/tools/venv.sh")"
 out="$root/runs/quickstart"
 rm -rf "$out"
 "$venv/bin/flashschnet-simulate" "$root/examples/1L2Y_trpcage.pdb" \
-    --model "$root/examples/trpcage_placeholder.pt" \
+    --model "$root/examples/trpcage_trained.pt" \
     --steps "${STEPS:-2000}" --replicas "${REPLICAS:-1}" --report-interval 200 --seed 2026 --threads 1 \
     --out "$out"
 echo "trajectory: $out/replica_000.dcd (topology: $out/topology.pdb), log: $out/log.csv"
