@@ -56,6 +56,7 @@ def _overlap(a: np.ndarray, b: np.ndarray, edges: np.ndarray) -> float:
 
 def validate(pdb: str, model_path: str, reference: str, out: str, steps: int, replicas: int = 4,
              report_interval: int = 100, seed: int = 1, platform: str = "CPU", threads: Optional[int] = None,
+             dt_fs: float = 4.0,
              progress: bool = True, echo: Callable[[str], None] = print) -> Dict:
     """Run the model and compare with the reference (see the module docstring); returns the summary dict."""
     os.makedirs(out, exist_ok=True)
@@ -64,7 +65,7 @@ def validate(pdb: str, model_path: str, reference: str, out: str, steps: int, re
     ref = map_reference(reference, mol)
     run_dir = os.path.join(out, "cg_run")
     result = run(RunSettings(pdb=pdb, model=model_path, out=run_dir, steps=steps, replicas=replicas,
-                             platform=platform, seed=seed, temperature_K=ref.temperature_K,
+                             platform=platform, seed=seed, temperature_K=ref.temperature_K, dt_fs=dt_fs,
                              report_interval=report_interval, threads=threads), progress=progress, echo=echo)
     frames = np.concatenate([read_dcd(p) for p in sorted(glob.glob(os.path.join(run_dir, "replica_*.dcd")))]) * 10.0
     fr, fc = features(mol, ref.positions), features(mol, frames)

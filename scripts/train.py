@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--n-degs", type=int, default=3, help="Fourier terms of the dihedral priors (default 3)")
     fit.add_argument("--seed", type=int, default=1)
     fit.add_argument("--threads", type=int, default=None)
+    fit.add_argument("--device", default="cpu", help="cpu (default) or cuda: where force matching runs")
     fit.add_argument("--quiet", action="store_true")
 
     val = sub.add_parser("validate", help="CG run of the model vs the all-atom reference")
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--data", required=True)
     val.add_argument("--out", required=True)
     val.add_argument("--steps", type=int, required=True)
+    val.add_argument("--dt", type=float, default=4.0, help="CG time step, fs (default 4)")
     val.add_argument("--replicas", type=int, default=4)
     val.add_argument("--report-interval", type=int, default=100)
     val.add_argument("--seed", type=int, default=1)
@@ -84,7 +86,8 @@ def _fit(args, echo):
     os.makedirs(args.out, exist_ok=True)
     save_priors(priors, os.path.join(args.out, "priors.pt"))
     settings = TrainSettings(epochs=args.epochs, batch_frames=args.batch_frames, learning_rate=args.learning_rate,
-                             val_fraction=args.val_fraction, patience=args.patience, seed=args.seed)
+                             val_fraction=args.val_fraction, patience=args.patience, seed=args.seed,
+                             device=args.device)
     meta = {"description": f"CGSchNet force-matched to {data.n_frames} frames of amber14/GBn2 "
                            f"{os.path.basename(args.pdb)} at {data.temperature_K:g} K (flashschnet-train)",
             "placeholder": False, "source": "flashschnet-train", "protein": os.path.basename(args.pdb),
@@ -114,7 +117,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         return validate(args.pdb, args.model, args.data, args.out, args.steps, replicas=args.replicas,
                         report_interval=args.report_interval, seed=args.seed, platform=args.platform,
-                        threads=args.threads, progress=not args.quiet, echo=echo)
+                        threads=args.threads, dt_fs=args.dt, progress=not args.quiet, echo=echo)
     return finish("flashschnet-train", job,
                   lambda s: "done: overlaps " + ", ".join(f"{k} {v:.2f}" for k, v in s["overlap"].items())
                             + f"; {args.out}/validation.png")

@@ -69,7 +69,7 @@ def reference(tmp_path_factory):
     from flashschnet.openmm.reference_md import reference_md
 
     out = tmp_path_factory.mktemp("ref") / "ref.npz"
-    reference_md(PDB, str(out), frames=30, interval=20, equilibration_steps=50, progress=False, echo=lambda m: None)
+    reference_md(PDB, str(out), frames=30, interval=100, equilibration_steps=50, progress=False, echo=lambda m: None)
     return out
 
 
@@ -152,7 +152,7 @@ def test_cli_fit_and_validate(reference, tmp_path, capsys):
     assert main(["fit", PDB, "--data", str(reference), "--out", str(out), "--quiet"]) == 2
     assert "already holds" in capsys.readouterr().err
     assert main(["validate", PDB, "--model", str(out / "best.pt"), "--data", str(reference), "--out",
-                 str(tmp_path / "val"), "--steps", "40", "--replicas", "2", "--report-interval", "10", "--quiet",
+                 str(tmp_path / "val"), "--steps", "40", "--dt", "2", "--replicas", "2", "--report-interval", "10", "--quiet",
                  "--threads", "1"]) == 0
     summary = json.loads((tmp_path / "val" / "validation.json").read_text())
     assert summary["cg_frames"] == 8 and summary["reference_frames"] == 30
@@ -173,3 +173,12 @@ def test_cli_md(tmp_path, capsys):
     assert main(["md", str(tmp_path / "nope.pdb"), "--out", str(out), "--frames", "1", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "nope.pdb" in err[0]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on machines without CUDA")
+def test_cuda_training_without_a_gpu_is_a_clear_error(tmp_path):
+    mol = map_pdb(PDB)
+    pos = np.repeat(mol.positions[None], 12, axis=0)
+    with pytest.raises(InputError, match="no CUDA device"):
+        train_force_matching(mol, pos, np.zeros_like(pos), None, str(tmp_path), TrainSettings(device="cuda"),
+                             progress=False)

@@ -39,6 +39,7 @@ class TrainSettings:
     val_fraction: float = 0.2
     patience: int = 10
     seed: int = 1
+    device: str = "cpu"                  # "cuda" trains on a GPU (positions, forces and the model moved there)
     network: Dict = field(default_factory=lambda: json.loads(json.dumps(DEFAULT_NETWORK)))
 
 
@@ -78,11 +79,13 @@ def train_force_matching(mol, positions: np.ndarray, forces: np.ndarray, priors:
     torch.manual_seed(int(s.seed))
     order = torch.randperm(F, generator=gen)
     val_idx, train_idx = order[:n_val], order[n_val:]
-    pos = torch.as_tensor(np.asarray(positions), dtype=torch.float32)
-    target = torch.as_tensor(residual_forces(priors, positions, forces), dtype=torch.float32)
-    types = torch.as_tensor(mol.bead_types, dtype=torch.long)
+    if s.device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError(f"--device {s.device}: no CUDA device here; use --device cpu")
+    pos = torch.as_tensor(np.asarray(positions), dtype=torch.float32, device=s.device)
+    target = torch.as_tensor(residual_forces(priors, positions, forces), dtype=torch.float32, device=s.device)
+    types = torch.as_tensor(mol.bead_types, dtype=torch.long, device=s.device)
     config = normalize_config(dict(s.network, cg_mapping=mol.mapping))
-    model = CGSchNet(config, backend="reference", units=dict(DEFAULT_UNITS)).to(torch.float32)
+    model = CGSchNet(config, backend="reference", units=dict(DEFAULT_UNITS)).to(device=s.device, dtype=torch.float32)
     model.check_bead_types(types, mol.source or "the molecule")
     opt = torch.optim.Adam(model.parameters(), lr=s.learning_rate)
 
