@@ -8,7 +8,7 @@ atom), ``bonds`` [B, 2], ``temperature_K``, ``dt_fs``, ``interval`` and ``seed``
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 import openmm

@@ -24,7 +24,7 @@ import torch
 
 from ..checkpoint import load_model
 from ..cg.mapping import map_pdb
-from ..errors import InputError, SimulationInstabilityError
+from ..errors import InputError
 from ..nn.quant import apply_variant, describe, variant
 from .runner import check_run_settings, checkpoint_hint, integrate, ns_per_day, open_run_dir, write_run_json
 from .reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter,

@@ -3,7 +3,6 @@ forces that mlcg itself computed (tests/data/oracles/real/, see its README.txt),
 would run code."""
 from __future__ import annotations
 
-import io
 import os
 import pickle
 import subprocess
@@ -19,7 +18,7 @@ from flashschnet.checkpoint import build_model, load_model
 from flashschnet.convert import convert_mlcg, specialize_prior_tables
 from flashschnet.errors import InputError
 from flashschnet.mlcg_pickle import read_pickle
-from flashschnet.priors import PriorSet, per_term_energy, prior_energy_forces
+from flashschnet.priors import per_term_energy, prior_energy_forces
 from flashschnet.scripts.convert import main
 
 REAL = DATA / "oracles" / "real"

@@ -13,7 +13,7 @@ Energies in kcal/mol, lengths in Angstrom.
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import List
 
 import numpy as np
 import torch
