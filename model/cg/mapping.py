@@ -105,6 +105,10 @@ def _decode(data: bytes, src: str) -> str:
         return text
 
 
+#: the largest |coordinate| (Angstrom) a PDB record's %8.3f field can hold
+MAX_COORDINATE = 9999.999
+
+
 def _parse_float(line: str, a: int, b: int, what: str, lineno: int, src: str) -> float:
     field_text = line[a:b].strip()
     try:
@@ -381,6 +385,10 @@ def _build(parsed: _Parsed, src: str, mapping: str) -> CGMolecule:
             if not all(math.isfinite(v) for v in a.xyz):
                 raise InputError(f"{src}: line {a.lineno}: atom {a.name} of residue {res.label} has a "
                                  f"non-finite coordinate {a.xyz}; fix or regenerate the structure")
+            if any(abs(v) > MAX_COORDINATE for v in a.xyz):
+                raise InputError(f"{src}: line {a.lineno}: atom {a.name} of residue {res.label} has a coordinate "
+                                 f"beyond what a PDB record holds ({a.xyz}, |x| > {MAX_COORDINATE:g} A); fix or "
+                                 "regenerate the structure")
         if res.resname in tables.NOTED_ALIASES:
             noted_alias.setdefault(res.resname, []).append(res.label)
         protein.append((res, code, atoms))
