@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
+import struct
 import zipfile
 from typing import Any, Dict
 
@@ -23,15 +25,20 @@ def load_plain(path, what: str = "model") -> Dict[str, Any]:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         text = str(exc)
-        if "Unsupported global" in text:
+        blocked = re.search(r"unsupported GLOBAL (\S+)|Unsupported global: GLOBAL (\S+)", text, re.I)
+        if blocked or "Unsupported global" in text:
+            name = next((g for g in (blocked.groups() if blocked else ()) if g), "")
             raise InputError(
-                f"{path}: a pickled Python object that needs arbitrary code to load (for example an mlcg "
-                "model_and_prior.pt); flashschnet only reads plain-data {what} files (weights_only=True). "
-                "Export the model's hyper-parameters and state_dict, or use a flashschnet checkpoint"
+                f"{path}: a pickled Python object that needs arbitrary code to load"
+                + (f" ({name.rstrip('.')})" if name else "")
+                + f"; flashschnet only reads plain-data {what} files (weights_only=True). For an mlcg "
+                "model_and_prior.pt use `flashschnet-convert`; otherwise use a flashschnet checkpoint"
             ) from None
-        detail = text.split("WeightsUnpickler error:", 1)[-1].strip().splitlines()
+        detail = [l.strip() for l in text.split("WeightsUnpickler error:", 1)[-1].splitlines() if l.strip()
+                  and not l.startswith(("Weights only load failed", "Check the documentation"))]
         raise InputError(f"{path}: not a readable {what} file ({(detail or ['unpickling failed'])[0][:160]})") from None
-    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as exc:
+    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError, struct.error, KeyError, IndexError,
+            TypeError, AttributeError, UnicodeDecodeError, MemoryError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"{path}: not a readable {what} file (truncated or not a torch file: {first})") from None
     if not isinstance(obj, dict):
