@@ -352,6 +352,18 @@ def _describe_fingerprint(mapping: str, types: Sequence[int]) -> str:
 
 
 # ------------------------------------------------------------------------------------------ energy functions
+def compute_distances(pos: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """|r_j - r_i| [R, n] of the pairs ``idx`` [n, 2] in positions [R, N, 3]."""
+    return (pos[:, idx[:, 1]] - pos[:, idx[:, 0]]).norm(dim=-1)
+
+
+def compute_angle_cos(pos: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """cos(theta) [R, n] at the middle bead ``j`` of the triples ``idx`` [n, 3] = (i, j, k)."""
+    v1 = pos[:, idx[:, 0]] - pos[:, idx[:, 1]]
+    v2 = pos[:, idx[:, 2]] - pos[:, idx[:, 1]]
+    return (v1 * v2).sum(-1) / (v1.norm(dim=-1) * v2.norm(dim=-1))
+
+
 def compute_torsions(pos: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     """mlcg/mdtraj (IUPAC) dihedral angles.
 
@@ -391,15 +403,13 @@ def _term_energy(term: PriorTerm, pos: torch.Tensor) -> torch.Tensor:
     idx = term.indices.to(pos.device)
     prm = {k: v.to(device=pos.device, dtype=pos.dtype) for k, v in term.params.items()}
     if term.kind in ("harmonic_bond", "repulsion"):
-        d = (pos[:, idx[:, 1]] - pos[:, idx[:, 0]]).norm(dim=-1)  # [R, n]
+        d = compute_distances(pos, idx)  # [R, n]
         if term.kind == "harmonic_bond":
             e = prm["k"] * (d - prm["x0"]) ** 2
         else:
             e = (prm["sigma"] / d) ** 6
     elif term.kind == "harmonic_angle_cos":
-        v1 = pos[:, idx[:, 0]] - pos[:, idx[:, 1]]
-        v2 = pos[:, idx[:, 2]] - pos[:, idx[:, 1]]
-        c = (v1 * v2).sum(-1) / (v1.norm(dim=-1) * v2.norm(dim=-1))
+        c = compute_angle_cos(pos, idx)
         e = prm["k"] * (c - prm["x0"]) ** 2
     else:  # dihedral_fourier
         phi = compute_torsions(pos, idx)  # [R, n]
@@ -622,15 +632,13 @@ def fit_priors_to_structure(
 
     if len(bonds):
         bi = torch.as_tensor(bonds)
-        d = (pos[0, bi[:, 1]] - pos[0, bi[:, 0]]).norm(dim=-1)
+        d = compute_distances(pos, bi)[0]
         terms.append(PriorTerm("bonds", "harmonic_bond", bi,
                                {"x0": d, "k": torch.full_like(d, float(k_bond))}))
     angles = _angle_tuples(n, bonds)
     if angles:
         ai = torch.tensor(angles, dtype=torch.long)
-        v1 = pos[0, ai[:, 0]] - pos[0, ai[:, 1]]
-        v2 = pos[0, ai[:, 2]] - pos[0, ai[:, 1]]
-        c = (v1 * v2).sum(-1) / (v1.norm(dim=-1) * v2.norm(dim=-1))
+        c = compute_angle_cos(pos, ai)[0]
         terms.append(PriorTerm("angles", "harmonic_angle_cos", ai, {"x0": c, "k": torch.full_like(c, float(k_angle))}))
     for name, tuples in _dihedral_tuples(mol).items():
         if not tuples:

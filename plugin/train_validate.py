@@ -18,7 +18,7 @@ import torch
 
 from ..cg import map_pdb
 from ..checkpoint import load_model
-from ..priors import _angle_tuples, _dihedral_tuples, compute_torsions
+from ..priors import _angle_tuples, _dihedral_tuples, compute_angle_cos, compute_distances, compute_torsions
 from ..train import map_reference
 from .analysis import kabsch_align, radius_of_gyration
 from .reporters import read_dcd
@@ -32,10 +32,9 @@ def features(mol, pos_a: np.ndarray) -> Dict[str, np.ndarray]:
     (degrees), ``phi``/``psi`` (degrees), ``rmsd`` and ``rg`` (nm) per frame."""
     pos = torch.as_tensor(np.asarray(pos_a, dtype=np.float64))
     bonds = np.asarray(mol.bonds, dtype=np.int64).reshape(-1, 2)
-    out = {"bond": (pos[:, bonds[:, 1]] - pos[:, bonds[:, 0]]).norm(dim=-1).numpy().ravel() / 10.0}
+    out = {"bond": compute_distances(pos, torch.as_tensor(bonds)).numpy().ravel() / 10.0}
     ang = torch.tensor(_angle_tuples(mol.n_beads, bonds), dtype=torch.long).reshape(-1, 3)
-    v1, v2 = pos[:, ang[:, 0]] - pos[:, ang[:, 1]], pos[:, ang[:, 2]] - pos[:, ang[:, 1]]
-    c = ((v1 * v2).sum(-1) / (v1.norm(dim=-1) * v2.norm(dim=-1))).clamp(-1, 1)
+    c = compute_angle_cos(pos, ang).clamp(-1, 1)
     out["angle"] = np.degrees(torch.arccos(c).numpy().ravel())
     dih = _dihedral_tuples(mol)
     for name in ("phi", "psi"):

@@ -19,7 +19,8 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from ..priors import REPULSION_MIN_GRAPH_DISTANCE, PriorSet, PriorTerm, _angle_tuples, _dihedral_tuples, compute_torsions
+from ..priors import (REPULSION_MIN_GRAPH_DISTANCE, PriorSet, PriorTerm, _angle_tuples, _dihedral_tuples,
+                      compute_angle_cos, compute_distances, compute_torsions)
 
 #: Boltzmann constant, kcal/mol/K
 KB_KCAL = 0.0019872041
@@ -53,14 +54,13 @@ def fit_priors(mol, positions: np.ndarray, temperature_K: float, n_degs: int = 3
     bonds = np.unique(np.sort(np.asarray(mol.bonds, dtype=np.int64).reshape(-1, 2), axis=1), axis=0)
     if len(bonds):
         bi = torch.as_tensor(bonds)
-        d = (pos[:, bi[:, 1]] - pos[:, bi[:, 0]]).norm(dim=-1)
+        d = compute_distances(pos, bi)
         terms.append(PriorTerm("bonds", "harmonic_bond", bi,
                                {"x0": d.mean(0), "k": kT / (2.0 * d.var(0).clamp_min(1e-8))}))
     angles = _angle_tuples(mol.n_beads, bonds)
     if angles:
         ai = torch.tensor(angles, dtype=torch.long)
-        v1, v2 = pos[:, ai[:, 0]] - pos[:, ai[:, 1]], pos[:, ai[:, 2]] - pos[:, ai[:, 1]]
-        c = (v1 * v2).sum(-1) / (v1.norm(dim=-1) * v2.norm(dim=-1))
+        c = compute_angle_cos(pos, ai)
         terms.append(PriorTerm("angles", "harmonic_angle_cos", ai,
                                {"x0": c.mean(0), "k": kT / (2.0 * c.var(0).clamp_min(1e-8))}))
     for name, tuples in _dihedral_tuples(mol).items():
@@ -79,7 +79,7 @@ def fit_priors(mol, positions: np.ndarray, temperature_K: float, n_degs: int = 3
     sel = gd[iu, ju] >= min_graph_distance
     if sel.any():
         pi = torch.as_tensor(np.stack([iu[sel], ju[sel]], axis=1))
-        dmin = (pos[:, pi[:, 1]] - pos[:, pi[:, 0]]).norm(dim=-1).min(0).values
+        dmin = compute_distances(pos, pi).min(0).values
         types = np.asarray(mol.bead_types, dtype=np.int64)
         ta, tb = types[pi[:, 0].numpy()], types[pi[:, 1].numpy()]
         key = np.minimum(ta, tb) * 1000 + np.maximum(ta, tb)
