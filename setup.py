@@ -60,6 +60,11 @@ setup(
             "flashschnet-compare = flashschnet.scripts.compare:main",
             "flashschnet-convert = flashschnet.scripts.convert:main",
             "flashschnet-train = flashschnet.scripts.train:main",
+            "flashschnet-analyze = flashschnet.scripts.analyze:main",
+        ],
+        # OpenMM-ML finds our potential here: MLPotential("flashschnet", modelPath=...)
+        "openmmml.potentials": [
+            "flashschnet = flashschnet.openmm.mlpotential:FlashSchNetPotentialImplFactory",
         ],
     },
 )

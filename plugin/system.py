@@ -90,25 +90,35 @@ def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, m
     for _ in range(replicas):
         for m in masses:
             system.addParticle(float(m))
+    add_model_forces(system, mol, model, replicas, priors=priors, module=module, network_force=network_force)
+    return system
+
+
+def add_model_forces(system: openmm.System, mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS,
+                     module=None, network_force: str = "torch", network_group: int = NETWORK_GROUP,
+                     prior_group: int = PRIOR_GROUP) -> None:
+    """Add the network and prior forces for ``replicas`` packed copies of ``mol`` to an existing ``system``
+    whose particles ``0 .. replicas * mol.n_beads - 1`` are those copies (replica-major).
+
+    Parameters are those of :func:`build_system`; ``network_group`` / ``prior_group`` are the force groups.
+    """
     if model is not None:
         check_compatible(mol, model)
         types = torch.as_tensor(mol.bead_types, dtype=torch.long)
         if network_force == "python":
-            system.addForce(create_python_force(model, types, replicas, NETWORK_GROUP))
+            system.addForce(create_python_force(model, types, replicas, network_group))
         else:
             if module is None:
                 module = network_module(model, types, replicas)
-            system.addForce(create_torch_force(module, NETWORK_GROUP))
+            system.addForce(create_torch_force(module, network_group))
     prior_set = _resolve_priors(model, priors, mol)
     if prior_set is not None:
         from .priors import add_prior_forces
 
         prior_set.check_applies_to(mol)
-        units = prior_set.units
-        length_to_nm, energy_to_kj = conversion_factors(units)
+        length_to_nm, energy_to_kj = conversion_factors(prior_set.units)
         add_prior_forces(system, prior_set, replicas=replicas, n_beads=mol.n_beads,
-                         length_to_nm=length_to_nm, energy_to_kj=energy_to_kj, force_group=PRIOR_GROUP)
-    return system
+                         length_to_nm=length_to_nm, energy_to_kj=energy_to_kj, force_group=prior_group)
 
 
 def build_replica_systems(mol, model, replicas: int, priors=_USE_MODEL_PRIORS) -> List[openmm.System]:

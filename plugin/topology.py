@@ -9,10 +9,11 @@ import openmm.app as app
 import openmm.unit as unit
 
 from flashschnet.cg import tables
+from flashschnet.cg.mapping import map_residues
 from flashschnet.cg.molecule import CGMolecule
 from flashschnet.errors import InputError
 
-__all__ = ["cg_topology", "write_cg_pdb"]
+__all__ = ["cg_molecule_from_topology", "cg_topology", "write_cg_pdb"]
 
 
 def cg_topology(mol: CGMolecule, replicas: int = 1) -> app.Topology:
@@ -60,6 +61,103 @@ def cg_topology(mol: CGMolecule, replicas: int = 1) -> app.Topology:
         for i, j in np.asarray(mol.bonds, dtype=np.int64).reshape(-1, 2):
             top.addBond(atoms[int(i)], atoms[int(j)])
     return top
+
+
+def _residue_number(res) -> tuple:
+    """(resseq, icode) of an OpenMM residue: its id's number and the insertion code."""
+    icode = (getattr(res, "insertionCode", "") or "").strip()
+    text = str(res.id).strip()
+    if icode and text.endswith(icode):
+        text = text[: -len(icode)]
+    try:
+        return int(text), icode
+    except ValueError:
+        return res.index + 1, icode
+
+
+def cg_molecule_from_topology(topology: app.Topology, positions=None, replicas: int = 1, mapping: str = "5bead",
+                              source: str = "the topology") -> CGMolecule:
+    """The CG molecule of one replica of a CG topology: the inverse of :func:`cg_topology`.
+
+    Parameters
+    ----------
+    topology : openmm.app.Topology
+        ``replicas * N`` atoms, one per CG bead, replica-major, each replica's residues in order with their
+        beads named as the mapping names them (5-bead: N, CA, CB, C, O; glycine without CB), e.g. the
+        ``topology.pdb`` that flashschnet-simulate writes, or :func:`cg_topology`. Its bonds are not read:
+        CG bonds follow from the mapping; chains break between topology chains (and, with ``positions``,
+        where a peptide bond is too long, as :func:`flashschnet.cg.map_pdb` does).
+    positions : Quantity or array [replicas * N, 3] in nm, optional
+        Bead positions; they become the molecule's positions (replica 0). Without them the positions are zero.
+    replicas : int
+        Number of packed copies in the topology.
+    mapping : str
+        ``"5bead"`` or ``"ca"``.
+    source : str
+        What to call the topology in messages.
+
+    Returns
+    -------
+    CGMolecule
+        ``N`` beads; masses, bead types and bonds of the mapping.
+
+    Raises
+    ------
+    InputError
+        When the topology is not a CG topology of ``replicas`` identical copies in the mapping's bead order.
+    """
+    replicas = int(replicas)
+    atoms = list(topology.atoms())
+    if replicas < 1 or not atoms or len(atoms) % replicas:
+        raise InputError(f"{source}: {len(atoms)} atoms cannot hold {replicas} equal replicas; pass the number of "
+                         "packed copies the topology holds as replicas=")
+    n = len(atoms) // replicas
+    pos = None
+    if positions is not None:
+        if unit.is_quantity(positions):
+            positions = positions.value_in_unit(unit.angstrom)
+        else:
+            positions = np.asarray(positions, dtype=np.float64) * 10.0
+        pos = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
+        if pos.shape[0] != len(atoms):
+            raise InputError(f"{source}: {pos.shape[0]} positions for {len(atoms)} atoms")
+    records, prev_chain = [], None
+    for res in topology.residues():
+        ratoms = list(res.atoms())
+        inside = [a for a in ratoms if a.index < n]
+        if not inside:
+            break
+        if len(inside) != len(ratoms):
+            raise InputError(f"{source}: residue {res.name} {res.id} straddles replicas 0 and 1 (atom {n} starts "
+                             f"replica 1 of {replicas}); check replicas=")
+        resseq, icode = _residue_number(res)
+        new_chain = res.chain is not prev_chain
+        prev_chain = res.chain
+        records.append((str(res.chain.id or " "), resseq, icode, res.name, new_chain,
+                        [(a.name, a.element.symbol if a.element is not None else "",
+                          tuple(pos[a.index]) if pos is not None else (0.0, 0.0, 0.0)) for a in ratoms]))
+    mol = map_residues(records, source, mapping=mapping, geometry=pos is not None)
+    expect = "one atom per bead: " + ("N, CA, CB, C, O per residue, no CB for glycine" if mol.mapping == "5bead"
+                                      else "CA per residue")
+    fix = ("build it with flashschnet.openmm.cg_topology(flashschnet.cg.map_pdb(PDB)) or load the topology.pdb "
+           "that flashschnet-simulate writes")
+    if mol.n_beads != n:
+        raise InputError(f"{source}: {n} atoms per replica, but its {mol.mapping} CG mapping has {mol.n_beads} beads; "
+                         f"a CG topology is needed ({expect}): {fix}")
+    for i in range(n):
+        a = atoms[i]
+        if a.name.strip() != mol.bead_names[i]:
+            res = mol.residues[int(mol.bead_residue[i])]
+            raise InputError(f"{source}: atom {i} ({a.name} of {res.label}) is where the {mol.mapping} mapping puts "
+                             f"bead {mol.bead_names[i]}; the beads must come in the mapping's order ({expect}): {fix}")
+    for r in range(1, replicas):
+        for i in range(n):
+            a, b = atoms[i], atoms[r * n + i]
+            if a.name != b.name or a.residue.name != b.residue.name:
+                raise InputError(f"{source}: replica {r} differs from replica 0 at its atom {i} ({b.name} of "
+                                 f"{b.residue.name} {b.residue.id} vs {a.name} of {a.residue.name} {a.residue.id}); "
+                                 "packed replicas must be copies of one molecule")
+    return mol
 
 
 def write_cg_pdb(mol: CGMolecule, path: Union[str, os.PathLike],

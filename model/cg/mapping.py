@@ -12,7 +12,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -349,7 +349,46 @@ def map_pdb(path: Union[str, os.PathLike], mapping: str = "5bead") -> CGMolecule
     return map_pdb_text(text, source=str(p), mapping=key)
 
 
-def _build(parsed: _Parsed, src: str, mapping: str) -> CGMolecule:
+def map_residues(residues: Sequence[Tuple[str, int, str, str, bool, Sequence[Tuple[str, str, Tuple[float, float, float]]]]],
+                 source: str, mapping: str = "5bead", geometry: bool = True) -> CGMolecule:
+    """Map residues given in memory (e.g. from an OpenMM Topology) onto a CG molecule, with the rules of
+    :func:`map_pdb`.
+
+    Parameters
+    ----------
+    residues : sequence of (chain, resseq, icode, resname, new_chain, atoms)
+        In order. ``new_chain`` starts a new chain (like a TER record); ``atoms`` is a sequence of
+        ``(name, element symbol or "", (x, y, z) in Angstrom)``.
+    source : str
+        What to call the input in messages.
+    mapping : str
+        ``"5bead"`` or ``"ca"``.
+    geometry : bool
+        False when the coordinates are not known (all zero): chains then break only where ``new_chain`` says
+        (no distance-based chain breaks), and a missing C-terminal O is an error rather than placed.
+
+    Returns
+    -------
+    CGMolecule
+    """
+    key = str(mapping).strip().lower() if isinstance(mapping, str) else mapping
+    if key not in tables.MAPPINGS:
+        raise InputError(f"{source}: unknown mapping {mapping!r}; valid mappings are "
+                         + ", ".join(repr(m) for m in tables.MAPPINGS))
+    raw: List[_RawResidue] = []
+    for chain, resseq, icode, resname, new_chain, atoms in residues:
+        res = _RawResidue(record="ATOM", chain=chain or " ", resseq=int(resseq), icode=icode or "",
+                          resname=str(resname).strip().upper(), after_ter=bool(new_chain))
+        for k, (name, element, xyz) in enumerate(atoms):
+            res.atoms.append(_Atom(name=str(name).strip(), altloc="", occupancy=1.0,
+                                   xyz=tuple(float(v) for v in xyz), element=element or "", lineno=0))
+        raw.append(res)
+    if not raw:
+        raise InputError(f"{source}: no residues; give a protein")
+    return _build(_Parsed(residues=raw, n_models=1), str(source), key, geometry=geometry)
+
+
+def _build(parsed: _Parsed, src: str, mapping: str, geometry: bool = True) -> CGMolecule:
     notes: List[str] = []
     if parsed.n_models > 1:
         notes.append(f"{src}: {parsed.n_models} models found; using the first (MODEL 1) only")
@@ -407,7 +446,7 @@ def _build(parsed: _Parsed, src: str, mapping: str) -> CGMolecule:
     for ri, (res, code, atoms) in enumerate(protein):
         wanted = [n for n in bead_atoms if not (n == "CB" and code == "G")]
         missing = [n for n in wanted if n not in atoms]
-        if missing == ["O"]:
+        if missing == ["O"] and geometry:
             no_o.append(ri)
         elif missing:
             raise _missing_atoms_error(res, missing, mapping, src)
@@ -420,7 +459,7 @@ def _build(parsed: _Parsed, src: str, mapping: str) -> CGMolecule:
         prev, _, patoms = protein[ri - 1]
         res, _, atoms = protein[ri]
         new_chain = res.after_ter or res.chain != prev.chain
-        if not new_chain:
+        if not new_chain and geometry:
             if "C" in patoms and "N" in atoms:
                 d = float(np.linalg.norm(np.subtract(patoms["C"].xyz, atoms["N"].xyz)))
                 limit, what = tables.MAX_PEPTIDE_BOND, "C-N"

@@ -1,0 +1,139 @@
+"""OpenMM-ML potential ``"flashschnet"``: a CGSchNet model (with its priors) for a CG protein topology.
+
+OpenMM-ML finds it through the ``openmmml.potentials`` entry point declared in setup.py::
+
+    import openmm.app as app
+    from openmmml import MLPotential
+
+    pdb = app.PDBFile("run/topology.pdb")            # a CG topology: N, CA, CB, C, O beads per residue
+    potential = MLPotential("flashschnet", modelPath="examples/trpcage_trained.pt")
+    system = potential.createSystem(pdb.topology)     # masses, network (TorchForce) and priors
+    # createSystem(..., replicas=R) for a topology of R packed copies (flashschnet.openmm.cg_topology(mol, R))
+
+Options of ``MLPotential("flashschnet", ...)``:
+
+* ``modelPath`` (required): a flashschnet checkpoint, or an mlcg file converted with flashschnet-convert;
+* ``precision``: ``"single"`` (default) or ``"double"`` network arithmetic;
+* ``backend``: ``"torch"``, ``"triton"`` or ``"reference"`` (default: triton on CUDA, torch otherwise);
+* ``quantize``: ``"none"`` (default), ``"fp16"``, ``"bf16"``, ``"fp16-cast"``, ``"bf16-cast"``;
+* ``priors``: ``"model"`` (default: the model's own priors), ``None`` (network only), or a prior file path.
+
+Options of ``createSystem(topology, ...)``: ``replicas`` (default 1), ``positions`` (nm; with them, chains
+also break where a peptide bond is too long, as when mapping a PDB), ``device`` (a torch device for the
+network; default CUDA when available), ``removeCMMotion`` (OpenMM-ML's own, default True).
+
+The topology must be a CG topology, one atom per bead in the mapping's order (an all-atom topology is
+refused with a message saying how to map it). The particle masses are set to the CG bead masses (OpenMM-ML
+starts from element masses). ``createMixedSystem`` is refused: the network models a whole CG protein.
+Energies are in kJ/mol, distances in nm, as everywhere at the OpenMM boundary; the model's own units are
+converted in :mod:`flashschnet.openmm.units`.
+"""
+from __future__ import annotations
+
+from openmmml.mlpotential import MLPotentialImpl, MLPotentialImplFactory
+
+_OPTIONS = ("precision", "backend", "quantize", "priors")
+
+
+class FlashSchNetPotentialImplFactory(MLPotentialImplFactory):
+    """Creates :class:`FlashSchNetPotentialImpl` for ``MLPotential("flashschnet", modelPath=...)``."""
+
+    def createImpl(self, name: str, modelPath=None, precision: str = "single", backend=None, quantize: str = "none",
+                   priors="model", **args) -> "FlashSchNetPotentialImpl":
+        return FlashSchNetPotentialImpl(name, modelPath, precision=precision, backend=backend, quantize=quantize,
+                                        priors=priors, **args)
+
+
+class FlashSchNetPotentialImpl(MLPotentialImpl):
+    """Adds the network (an openmm-torch TorchForce) and the model's priors to an OpenMM-ML System.
+
+    Parameters
+    ----------
+    name : str
+        The potential's name (``"flashschnet"``).
+    modelPath : str or path-like
+        The model file (read with ``weights_only=True``; no code in it runs).
+    precision, backend, quantize, priors
+        See the module docstring.
+    """
+
+    def __init__(self, name: str, modelPath, precision: str = "single", backend=None, quantize: str = "none",
+                 priors="model", **args):
+        from flashschnet.errors import InputError
+
+        if args:
+            raise InputError(f"MLPotential({name!r}): unknown option(s) {', '.join(sorted(args))}; known: modelPath, "
+                             + ", ".join(_OPTIONS))
+        if modelPath is None:
+            raise InputError(f"MLPotential({name!r}) needs modelPath=, the model file (a flashschnet checkpoint, e.g. "
+                             "examples/trpcage_trained.pt, or an mlcg file converted with flashschnet-convert)")
+        if precision not in ("single", "double"):
+            raise InputError(f"MLPotential({name!r}): precision must be 'single' or 'double', got {precision!r}")
+        from flashschnet.nn.quant import variant
+
+        variant(quantize)   # raises InputError naming the known variants
+        self.name, self.model_path = name, modelPath
+        self.precision, self.backend, self.quantize, self.priors = precision, backend, quantize, priors
+
+    def addForces(self, topology, system, atoms, forceGroup: int, replicas: int = 1, positions=None, **args):
+        """Set the CG masses of ``system``'s particles and add the network and prior forces in ``forceGroup``.
+
+        ``replicas``: copies packed in ``topology``; ``positions`` (optional, nm): used for chain breaks only.
+        """
+        import torch
+
+        from flashschnet.checkpoint import load_model
+        from flashschnet.errors import InputError
+        from flashschnet.nn.quant import apply_variant
+
+        from .system import add_model_forces
+        from .topology import cg_molecule_from_topology
+
+        n_particles = system.getNumParticles()
+        if atoms is not None and sorted(int(a) for a in atoms) != list(range(n_particles)):
+            raise InputError(f"MLPotential({self.name!r}) models a whole CG protein; createMixedSystem with a subset "
+                             "of the atoms is not supported: use createSystem on a CG topology")
+        unknown = set(args) - {"device"}
+        if unknown:
+            raise InputError(f"MLPotential({self.name!r}).createSystem: unknown option(s) {', '.join(sorted(unknown))}; "
+                             "known: replicas, positions, device, removeCMMotion")
+        try:
+            replicas = int(replicas)
+        except (TypeError, ValueError):
+            raise InputError(f"replicas must be a positive integer, got {replicas!r}") from None
+        dtype = torch.float64 if self.precision == "double" else torch.float32
+        device = self._getTorchDevice(args)
+        model = apply_variant(load_model(self.model_path, backend=self.backend, dtype=dtype, device=device),
+                              self.quantize)
+        mapping = model.config.get("cg_mapping") or "5bead"
+        mol = cg_molecule_from_topology(topology, positions=positions, replicas=replicas, mapping=mapping)
+        if mol.n_beads * replicas != n_particles:
+            raise InputError(f"the System has {n_particles} particles, the topology {mol.n_beads * replicas}")
+        for r in range(replicas):
+            for i, m in enumerate(mol.masses):
+                system.setParticleMass(r * mol.n_beads + i, float(m))
+        priors = self.priors
+        if priors is not None and not (isinstance(priors, str) and priors == "model"):
+            from flashschnet.priors import load_priors
+
+            priors = load_priors(priors)
+        try:
+            add_model_forces(system, mol, model, replicas, priors=priors, network_group=forceGroup,
+                             prior_group=forceGroup)
+        except InputError as exc:
+            copies = _identical_copies(topology) if replicas == 1 else 1
+            if copies > 1:
+                raise InputError(f"{exc}; the topology holds {copies} identical copies of one molecule: if they are "
+                                 f"packed replicas, pass replicas={copies} to createSystem") from None
+            raise
+
+
+def _identical_copies(topology) -> int:
+    """The largest k such that ``topology`` is k identical blocks of whole chains (atom and residue names)."""
+    atoms = [(a.name, a.residue.name) for a in topology.atoms()]
+    starts = {first.index for first in (next(c.atoms(), None) for c in topology.chains()) if first is not None}
+    n = len(atoms)
+    for k in range(n, 1, -1):
+        if n % k == 0 and all(i * (n // k) in starts for i in range(k)) and atoms == atoms[: n // k] * k:
+            return k
+    return 1
