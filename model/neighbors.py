@@ -233,10 +233,11 @@ def tile_pairs_fixed(positions: torch.Tensor, block: int, cutoff: float, skin: f
 
 def moved_past_half_skin(ref: Optional[torch.Tensor], positions: torch.Tensor, skin: float) -> bool:
     """True when a list built at ``ref`` may be stale for ``positions``: no reference yet, another shape or
-    device, or some bead moved more than ``skin / 2``."""
+    device, or some bead moved more than ``skin / 2`` -- or is NaN now or was then (``NaN > x`` is False: one
+    replica gone NaN would otherwise freeze every replica's list for good)."""
     if ref is None or ref.shape != positions.shape or ref.device != positions.device:
         return True
-    return bool(((positions.detach() - ref) ** 2).sum(-1).amax() > (0.5 * skin) ** 2)
+    return not bool(((positions.detach() - ref) ** 2).sum(-1).amax() <= (0.5 * skin) ** 2)
 
 
 class VerletList:

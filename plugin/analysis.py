@@ -149,3 +149,85 @@ def structure_metrics(frames: np.ndarray, ref: np.ndarray, ss=None) -> Dict[str,
             "rmsf": rmsf(aligned), "q": fraction_native_contacts(frames, ref, pairs),
             "ss_retention": ss_retention(frames, ref, ss) if ss is not None else np.full(len(frames), np.nan),
             "n_contacts": np.asarray(len(pairs))}
+
+
+# -- maps and free-energy surfaces (flashschnet-analyze) ------------------------------------------------------
+
+#: Boltzmann's constant times Avogadro's number, kJ/mol/K (CODATA 2018, as OpenMM's unit module)
+MOLAR_GAS_CONSTANT_KJ_MOL_K = 0.008314462618
+
+
+def contact_map(frames: np.ndarray, cutoff: float = 0.8, min_separation: int = 3, chunk: int = 256) -> np.ndarray:
+    """Fraction of frames in which beads i and j are closer than ``cutoff`` nm.
+
+    Parameters
+    ----------
+    frames : ndarray [T, N, 3] (or one structure [N, 3]), nm
+    cutoff : float
+        Contact distance, nm.
+    min_separation : int
+        Pairs closer than this in sequence (``|i - j| < min_separation``, the diagonal included) are NaN.
+    chunk : int
+        Frames per distance block (bounds memory to ``chunk * N * N`` floats).
+
+    Returns
+    -------
+    ndarray [N, N], float64
+        Symmetric; in [0, 1] for ``|i - j| >= min_separation``, NaN on the band around the diagonal.
+    """
+    x = np.asarray(frames, dtype=float)
+    if x.ndim == 2:
+        x = x[None]
+    n = x.shape[1]
+    if len(x) == 0:
+        raise ValueError("contact_map needs at least one frame")
+    counts = np.zeros((n, n))
+    for s in range(0, len(x), chunk):
+        block = x[s:s + chunk]
+        d = np.linalg.norm(block[:, :, None, :] - block[:, None, :, :], axis=-1)
+        counts += (d < cutoff).sum(axis=0)
+    out = counts / len(x)
+    i, j = np.indices((n, n))
+    out[np.abs(i - j) < min_separation] = np.nan
+    return out
+
+
+def free_energy_surface(x: np.ndarray, y: np.ndarray, kT: float, bins: int = 30, range_=None):
+    """2-D free-energy surface F(x, y) = -kT ln p(x, y) from samples, shifted so that its minimum is 0.
+
+    Parameters
+    ----------
+    x, y : ndarray [S]
+        Samples (e.g. RMSD and Rg in nm, all replicas pooled).
+    kT : float
+        Thermal energy in the unit wanted for F (kJ/mol: ``MOLAR_GAS_CONSTANT_KJ_MOL_K * T``).
+    bins : int
+        Bins per axis.
+    range_ : ((xmin, xmax), (ymin, ymax)), optional
+        Histogram range; default the samples' (widened a little when all samples are equal).
+
+    Returns
+    -------
+    F : ndarray [bins, bins], float64
+        ``F[i, j]`` for ``x`` in bin ``i`` and ``y`` in bin ``j``; NaN where no sample fell (unsampled, not
+        infinitely high).
+    x_edges, y_edges : ndarray [bins + 1]
+    """
+    x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    if len(x) == 0:
+        raise ValueError("free_energy_surface needs at least one finite sample")
+    if range_ is None:
+        range_ = []
+        for v in (x, y):
+            lo, hi = float(v.min()), float(v.max())
+            pad = 0.05 * (hi - lo) if hi > lo else max(1e-3, 1e-3 * abs(lo))
+            range_.append((lo - pad, hi + pad))
+    h, xe, ye = np.histogram2d(x, y, bins=int(bins), range=range_)
+    p = h / h.sum()
+    with np.errstate(divide="ignore"):
+        f = -float(kT) * np.log(p)
+    f[h == 0] = np.nan
+    f -= np.nanmin(f)
+    return f, xe, ye

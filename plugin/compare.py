@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import glob
 import json
+import math
 import os
 from dataclasses import asdict, dataclass
 from typing import Callable, Dict, Optional
@@ -53,7 +54,11 @@ class CompareSettings:
 
     def steps(self, ns: float, dt_fs: float) -> tuple:
         """(steps, report interval) for ``ns`` at ``dt_fs``: ``frames`` frames, steps a multiple of the interval."""
-        total = max(int(round(ns * 1e6 / dt_fs)), 1)
+        steps = ns * 1e6 / dt_fs
+        if not (math.isfinite(steps) and ns > 0.0):      # NaN fails too
+            raise InputError(f"the simulated times (--martini-ns, --flashschnet-ns) must be positive finite numbers "
+                             f"of ns, got {ns}")
+        total = max(int(round(steps)), 1)
         interval = max(total // max(self.frames, 1), 1)
         return interval * max(total // interval, 1), interval
 
@@ -224,6 +229,8 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
             echo: Callable[[str], None] = print) -> Dict[str, object]:
     """Run (unless ``analyse_only``) both simulations and write the report; returns the result dict."""
     s = settings
+    if not s.out or not str(s.out).strip():
+        raise InputError("--out is empty; give the output directory")
     out = os.path.abspath(s.out)
     dirs = {"martini": os.path.join(out, "martini"), "flashschnet": os.path.join(out, "flashschnet")}
     if s.analyse_only:
@@ -236,19 +243,35 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
                 raise InputError(f"{d}: already holds a run; re-analyse it with --analyse-only or choose another --out")
         if s.replicas < 1 or s.frames < 1 or s.martini_ns <= 0 or s.flashschnet_ns <= 0:
             raise InputError("--replicas and --frames must be >= 1 and the simulated times positive")
+        from ..cg import map_pdb
+        from ..checkpoint import load_model
+        from ..limits import check_replicas
         from .martini.run import MartiniSettings, run_martini
+        from .runner import make_run_dir
         from .simulate import RunSettings, run
 
+        # every setting of both runs is checked before the first starts (MARTINI takes long)
         steps, interval = s.steps(s.martini_ns, MARTINI_DT_FS)
-        echo(f"MARTINI 3: {steps} steps of {MARTINI_DT_FS:g} fs")
-        run_martini(MartiniSettings(pdb=s.pdb, forcefield_dir=s.forcefield_dir, out=dirs["martini"], steps=steps,
-                                    platform=s.platform, seed=s.seed, dt_fs=MARTINI_DT_FS, report_interval=interval,
-                                    threads=s.threads), progress=progress, echo=echo)
+        martini = MartiniSettings(pdb=s.pdb, forcefield_dir=s.forcefield_dir, out=dirs["martini"], steps=steps,
+                                  platform=s.platform, seed=s.seed, dt_fs=MARTINI_DT_FS, report_interval=interval,
+                                  threads=s.threads)
         steps, interval = s.steps(s.flashschnet_ns, FLASHSCHNET_DT_FS)
-        echo(f"FlashSchNet: {steps} steps of {FLASHSCHNET_DT_FS:g} fs x {s.replicas} replicas")
-        run(RunSettings(pdb=s.pdb, model=s.model, out=dirs["flashschnet"], steps=steps, replicas=s.replicas,
-                        platform=s.platform, seed=s.seed, dt_fs=FLASHSCHNET_DT_FS, report_interval=interval,
-                        priors=s.priors, backend=s.backend, threads=s.threads), progress=progress, echo=echo)
+        flash = RunSettings(pdb=s.pdb, model=s.model, out=dirs["flashschnet"], steps=steps, replicas=s.replicas,
+                            platform=s.platform, seed=s.seed, dt_fs=FLASHSCHNET_DT_FS, report_interval=interval,
+                            priors=s.priors, backend=s.backend, threads=s.threads)
+        martini.validate()
+        flash.validate()
+        model = load_model(s.model)
+        check_replicas(s.replicas, map_pdb(s.pdb, mapping=model.config.get("cg_mapping") or "5bead").n_beads)
+        if s.priors:
+            from ..priors import load_priors
+
+            load_priors(s.priors)
+        make_run_dir(out)
+        echo(f"MARTINI 3: {martini.steps} steps of {MARTINI_DT_FS:g} fs")
+        run_martini(martini, progress=progress, echo=echo)
+        echo(f"FlashSchNet: {flash.steps} steps of {FLASHSCHNET_DT_FS:g} fs x {s.replicas} replicas")
+        run(flash, progress=progress, echo=echo)
 
     from ..checkpoint import load_model
 

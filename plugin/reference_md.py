@@ -24,8 +24,21 @@ def reference_md(pdb: str, out: str, frames: int, interval: int = 500, temperatu
     """Run Langevin MD of the protein in ``pdb`` and write ``frames`` frames, ``interval`` steps apart, to ``out``.
 
     Water and ions in the PDB are removed (GBn2 implicit solvent); missing hydrogens are added (pH 7). Returns
-    ``out``. Raises :class:`InputError` when amber14 cannot parameterise the structure (e.g. a ligand).
+    ``out``. Raises :class:`InputError` when amber14 cannot parameterise the structure (e.g. a ligand), for
+    settings out of range, and when the frames cannot be held in the memory available.
     """
+    from ..limits import check_finite, check_fits_in_memory, check_seed
+
+    if frames < 1 or interval < 1 or equilibration_steps < 0:
+        raise InputError(f"--frames and --interval must be >= 1 and --equilibration >= 0, got {frames}, {interval}, "
+                         f"{equilibration_steps}")
+    check_finite(dt_fs, "--dt", "fs", positive=True)
+    check_finite(temperature_K, "--temperature", "K", positive=True)
+    check_finite(friction_per_ps, "friction", "1/ps", nonnegative=True)
+    check_seed(seed)
+    names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
+    if platform not in names:
+        raise InputError(f"OpenMM platform {platform!r} is not available here; available: {', '.join(names)}")
     try:
         pdbfile = app.PDBFile(pdb)
     except Exception as exc:                          # OpenMM raises several types for bad PDB text
@@ -42,15 +55,13 @@ def reference_md(pdb: str, out: str, frames: int, interval: int = 500, temperatu
     except ValueError as exc:
         raise InputError(f"{pdb}: amber14/GBn2 cannot parameterise it ({str(exc).splitlines()[0]}); remove "
                          "ligands and non-standard residues") from None
+    n_atoms = modeller.topology.getNumAtoms()
+    check_fits_in_memory(2 * frames * n_atoms * 3 * 4, f"--frames {frames} of {n_atoms} atoms (positions and forces)",
+                         "save fewer frames")
     integrator = openmm.LangevinMiddleIntegrator(temperature_K * u.kelvin, friction_per_ps / u.picosecond,
                                                  dt_fs * u.femtosecond)
     integrator.setRandomNumberSeed(int(seed))
     sim = app.Simulation(modeller.topology, system, integrator, openmm.Platform.getPlatformByName(platform))
-    sim.context.setPositions(modeller.positions)
-    sim.minimizeEnergy(maxIterations=1000)
-    sim.context.setVelocitiesToTemperature(temperature_K * u.kelvin, int(seed))
-    if equilibration_steps:
-        sim.step(int(equilibration_steps))
     atoms = [(a.residue.index, a.residue.name, a.name, a.element.symbol if a.element is not None else "")
              for a in modeller.topology.atoms()]
     bonds = np.array([(b[0].index, b[1].index) for b in modeller.topology.bonds()], dtype=np.int64)
@@ -61,17 +72,29 @@ def reference_md(pdb: str, out: str, frames: int, interval: int = 500, temperatu
         from tqdm import tqdm
 
         bar = tqdm(total=frames, unit="frame", desc="all-atom MD", dynamic_ncols=True)
-    for k in range(frames):
-        sim.step(int(interval))
-        st = sim.context.getState(getPositions=True, getForces=True)
-        pos[k] = st.getPositions(asNumpy=True).value_in_unit(u.nanometer)
-        frc[k] = st.getForces(asNumpy=True).value_in_unit(u.kilojoule_per_mole / u.nanometer)
-        if not np.isfinite(frc[k]).all():
-            raise InputError(f"{pdb}: the all-atom simulation blew up at frame {k}; try a smaller --dt")
+    k = -1                                            # frame in progress (-1: minimisation, equilibration)
+    try:
+        sim.context.setPositions(modeller.positions)
+        sim.minimizeEnergy(maxIterations=1000)
+        sim.context.setVelocitiesToTemperature(temperature_K * u.kelvin, int(seed))
+        if equilibration_steps:
+            sim.step(int(equilibration_steps))
+        for k in range(frames):
+            sim.step(int(interval))
+            st = sim.context.getState(getPositions=True, getForces=True)
+            pos[k] = st.getPositions(asNumpy=True).value_in_unit(u.nanometer)
+            frc[k] = st.getForces(asNumpy=True).value_in_unit(u.kilojoule_per_mole / u.nanometer)
+            if not np.isfinite(frc[k]).all():
+                raise InputError(f"{pdb}: the all-atom simulation blew up at frame {k}; try a smaller --dt")
+            if bar is not None:
+                bar.update(1)
+    except openmm.OpenMMException as exc:             # e.g. "Particle coordinate is NaN" (CPU platform)
+        where = f"frame {k}" if k >= 0 else "minimisation/equilibration"
+        raise InputError(f"{pdb}: the all-atom simulation blew up ({where}: {str(exc).splitlines()[0]}); try a "
+                         "smaller --dt or a lower --temperature") from None
+    finally:
         if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
+            bar.close()
     np.savez_compressed(out, positions_nm=pos, forces_kj_mol_nm=frc,
                         atoms=np.array(atoms, dtype=object).astype(str), bonds=bonds, temperature_K=temperature_K,
                         dt_fs=dt_fs, interval=interval, seed=seed)

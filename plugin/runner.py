@@ -13,6 +13,7 @@ import os
 import time
 from typing import Callable, Dict, Iterable, Optional, Sequence, Tuple
 
+import numpy as np
 import openmm
 
 from ..errors import InputError, SimulationInstabilityError
@@ -53,6 +54,10 @@ def open_run_dir(out: str, resume: bool, current: Dict[str, object], fixed: Sequ
         if os.path.exists(run_json) or os.path.exists(ckpt):
             raise InputError(f"{out}: already holds a run; continue it with --resume or choose another --out")
         return {}
+    if os.path.exists(run_json) and not os.path.exists(ckpt):
+        raise InputError(f"{out}: nothing to resume: the run there stopped before its first checkpoint (run.json "
+                         "but no checkpoint.chk); remove the directory or choose another --out and start without "
+                         "--resume")
     if not os.path.exists(run_json) or not os.path.exists(ckpt):
         raise InputError(f"{out}: nothing to resume (no run.json and checkpoint.chk); start without --resume")
     with open(run_json) as f:
@@ -68,20 +73,31 @@ def open_run_dir(out: str, resume: bool, current: Dict[str, object], fixed: Sequ
     return inherited
 
 
+#: the largest step number a DCD file records (its header holds C ints)
+MAX_DCD_STEP = 2**31 - 1
+
+
 def check_run_settings(s, max_dt_fs: float, dt_hint: str = "") -> None:
     """The checks every run's settings share (``steps``, ``dt_fs``, ``temperature_K``, ``friction_per_ps``,
-    ``report_interval``, ``checkpoint_interval`` -- defaulted to 10 report intervals -- and ``platform``);
+    ``report_interval``, ``checkpoint_interval`` -- defaulted to 10 report intervals --, ``platform``, and,
+    where the settings have them, ``seed``, ``threads`` and ``max_force``; see :mod:`flashschnet.limits`);
     raises :class:`InputError` naming the command-line option."""
+    from ..limits import check_finite, check_seed, check_threads
+
     if s.steps < 0:
         raise InputError(f"--steps must be >= 0, got {s.steps}")
     if not (0.0 < s.dt_fs <= max_dt_fs):
         raise InputError(f"--dt {s.dt_fs} fs is outside (0, {max_dt_fs:g}]{dt_hint}")
-    if s.temperature_K <= 0.0:
-        raise InputError(f"--temperature must be positive, got {s.temperature_K}")
-    if s.friction_per_ps < 0.0:
-        raise InputError(f"--friction must be >= 0, got {s.friction_per_ps}")
-    if s.report_interval < 1:
-        raise InputError(f"--report-interval must be >= 1, got {s.report_interval}")
+    check_finite(s.temperature_K, "--temperature", "K", positive=True)
+    check_finite(s.friction_per_ps, "--friction", "1/ps", nonnegative=True)
+    if not 1 <= s.report_interval <= MAX_DCD_STEP:
+        raise InputError(f"--report-interval must be between 1 and {MAX_DCD_STEP} (DCD files hold step numbers as "
+                         f"C ints), got {s.report_interval}")
+    check_seed(getattr(s, "seed", None))
+    check_threads(getattr(s, "threads", None))
+    max_force = getattr(s, "max_force", 1.0)
+    if not max_force > 0.0:
+        raise InputError(f"--max-force must be positive (kJ/mol/nm; inf: no limit), got {max_force}")
     if s.checkpoint_interval is None:
         s.checkpoint_interval = 10 * s.report_interval
     if s.checkpoint_interval < 1 or s.checkpoint_interval % s.report_interval:
@@ -92,9 +108,57 @@ def check_run_settings(s, max_dt_fs: float, dt_hint: str = "") -> None:
         raise InputError(f"OpenMM platform {s.platform!r} is not available here; available: {', '.join(names)}")
 
 
+def run_dir(out: str) -> str:
+    """``--out`` as an absolute path; an empty one is refused (it would mean the current directory)."""
+    if not out or not str(out).strip():
+        raise InputError("--out is empty; give the output directory")
+    return os.path.abspath(out)
+
+
+def make_run_dir(out: str) -> None:
+    """Create the output directory ``out`` (and its parents), or raise :class:`InputError` saying why not."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise InputError(f"--out {out}: exists and is not a directory; choose another --out")
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--out {out}: cannot create the directory ({exc.strerror or type(exc).__name__}); "
+                         "choose a writable place") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise InputError(f"--out {out}: the directory is not writable; choose a writable place")
+
+
 def write_run_json(out: str, settings: Dict[str, object]) -> None:
     with open(os.path.join(out, "run.json"), "w") as f:
         json.dump(settings, f, indent=1)
+
+
+def freeze_replicas(simulation, replicas: Sequence[int], n_beads: int, positions_nm: Dict[int, np.ndarray]) -> None:
+    """Freeze replicas of a packed System in place (replica ``r`` owns particles ``r*N .. r*N+N-1``).
+
+    Their particles get mass 0 in the System (OpenMM's integrators never move a massless particle), their
+    positions become ``positions_nm[r]`` ([N, 3], nm; e.g. the last good frame) and their velocities 0; the
+    Context is reinitialised with ``preserveState=True`` (the other replicas' positions and velocities, the
+    time and the integrator's random state are kept bitwise). A frozen replica still has forces computed,
+    but no force couples two replicas, so they act on nobody else; restoring finite positions keeps its
+    contribution to the total energy finite.
+    """
+    context, system = simulation.context, simulation.system
+    for r in replicas:
+        for i in range(r * n_beads, (r + 1) * n_beads):
+            system.setParticleMass(i, 0.0)
+    context.reinitialize(preserveState=True)
+    state = context.getState(getPositions=True, getVelocities=True)
+    pos = state.getPositions(asNumpy=True).value_in_unit(openmm.unit.nanometer).copy()
+    vel = state.getVelocities(asNumpy=True).value_in_unit(openmm.unit.nanometer / openmm.unit.picosecond).copy()
+    for r in replicas:
+        block = np.asarray(positions_nm[r], dtype=float).reshape(n_beads, 3)
+        if not np.isfinite(block).all():
+            raise ValueError(f"replica {r}: no finite positions to freeze it at")
+        pos[r * n_beads:(r + 1) * n_beads] = block
+        vel[r * n_beads:(r + 1) * n_beads] = 0.0
+    context.setPositions(pos)
+    context.setVelocities(vel)
 
 
 def checkpoint_hint(checkpoint, resumed_at: Optional[int] = None) -> Callable[[], str]:
@@ -107,6 +171,11 @@ def checkpoint_hint(checkpoint, resumed_at: Optional[int] = None) -> Callable[[]
     return hint
 
 
+def _steps_to_report(reporter, simulation) -> int:
+    report = reporter.describeNextReport(simulation)
+    return int(report["steps"] if isinstance(report, dict) else report[0])     # dict, or OpenMM's old tuple
+
+
 def integrate(simulation, steps: int, report_interval: int, health, checkpoint, hint: Callable[[], str],
               outputs: Sequence = (), clock=None, check_first: bool = True, progress: bool = True,
               desc: str = "") -> Tuple[int, float]:
@@ -114,13 +183,33 @@ def integrate(simulation, steps: int, report_interval: int, health, checkpoint, 
 
     ``health`` (a :class:`~flashschnet.openmm.reporters.HealthReporter`) checks the state first (unless
     ``check_first`` is False, e.g. on resume) and again with a final checkpoint when the run ends off the
-    checkpoint schedule; an OpenMM exception becomes :class:`SimulationInstabilityError` naming the step and
-    ``hint()`` (where the last good checkpoint is). ``outputs`` (objects with ``close()``) are closed at the
-    end, whatever happens; ``clock`` (an object with ``start_clock(step)``, the CSV log) starts the speed
-    clock.
+    checkpoint schedule. When OpenMM refuses to go on (an ``OpenMMException``, e.g. "Particle coordinate is
+    NaN" from the CPU platform, which checks every force evaluation), ``health.rescue`` may drop the replicas
+    at fault (policy ``"drop"``); then the run goes on, and the reports the failure skipped are made (a failure
+    in the state fetched for the reports themselves). Otherwise the exception becomes
+    :class:`SimulationInstabilityError` naming the step and ``hint()`` (where the last good checkpoint is).
+    ``outputs`` (objects with ``close()``) are closed at the end, whatever happens; ``clock`` (an object with
+    ``start_clock(step)``, the CSV log) starts the speed clock.
     """
+    def failed(exc: Exception) -> bool:
+        """True when health dropped the replicas that made OpenMM fail (go on); raises otherwise."""
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        rescue = getattr(health, "rescue", None)
+        if rescue is not None and rescue(simulation, message):
+            return True
+        raise SimulationInstabilityError(
+            f"step {simulation.currentStep}: OpenMM stopped: {message}; {hint()}") from None
+
+    def full_state():
+        while True:
+            try:
+                return simulation.context.getState(getEnergy=True, getForces=True, getPositions=True,
+                                                   getVelocities=True)
+            except openmm.OpenMMException as exc:
+                failed(exc)
+
     def check_and_checkpoint() -> None:   # outside the reporters' schedule: the start and a ragged end
-        health.report(simulation, simulation.context.getState(getEnergy=True, getForces=True, getPositions=True))
+        health.report(simulation, full_state())
         checkpoint.save(simulation)
 
     start = simulation.currentStep
@@ -136,14 +225,19 @@ def integrate(simulation, steps: int, report_interval: int, health, checkpoint, 
         if check_first:   # the starting structure, before the first step
             check_and_checkpoint()
         while simulation.currentStep < steps:
-            n = min(report_interval - simulation.currentStep % report_interval, steps - simulation.currentStep)
+            before = simulation.currentStep
+            n = min(report_interval - before % report_interval, steps - before)
+            due = [r for r in simulation.reporters if _steps_to_report(r, simulation) == n]
             try:
                 simulation.step(n)
             except openmm.OpenMMException as exc:
-                raise SimulationInstabilityError(
-                    f"step {simulation.currentStep}: OpenMM stopped: {str(exc).splitlines()[0]}; {hint()}") from None
+                failed(exc)
+                if simulation.currentStep == before + n:   # the steps were done, their reports were not
+                    state = full_state()
+                    for reporter in due:
+                        reporter.report(simulation, state)
             if bar is not None:
-                bar.update(n)
+                bar.update(simulation.currentStep - before)
         if checkpoint.last_step != simulation.currentStep:   # the last step was not a checkpoint step
             check_and_checkpoint()
     finally:

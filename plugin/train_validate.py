@@ -18,6 +18,7 @@ import torch
 
 from ..cg import map_pdb
 from ..checkpoint import load_model
+from ..errors import InputError
 from ..priors import _angle_tuples, _dihedral_tuples, compute_angle_cos, compute_distances, compute_torsions
 from ..train import map_reference
 from .analysis import kabsch_align, radius_of_gyration
@@ -58,6 +59,9 @@ def validate(pdb: str, model_path: str, reference: str, out: str, steps: int, re
              dt_fs: float = 4.0,
              progress: bool = True, echo: Callable[[str], None] = print) -> Dict:
     """Run the model and compare with the reference (see the module docstring); returns the summary dict."""
+    if 0 <= steps < report_interval:            # other bad values: RunSettings.validate names them
+        raise InputError(f"--steps {steps} gives no frame to compare at --report-interval {report_interval}; "
+                         "use --steps of at least one report interval")
     os.makedirs(out, exist_ok=True)
     model = load_model(model_path)
     mol = map_pdb(pdb, mapping=model.config.get("cg_mapping") or "5bead")

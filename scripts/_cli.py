@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import math
 import platform
-from typing import Iterable, List
+from typing import Iterable, List, Optional
 
 
 def name_list(text: str, allowed: Iterable[str], what: str) -> List[str]:
@@ -13,6 +14,90 @@ def name_list(text: str, allowed: Iterable[str], what: str) -> List[str]:
     if not names or any(n not in allowed for n in names):
         raise argparse.ArgumentTypeError(f"{what} must be among {','.join(allowed)}; got {text!r}")
     return list(dict.fromkeys(names))
+
+
+def int_type(low: Optional[int] = None, high: Optional[int] = None):
+    """argparse ``type=``: an integer within ``[low, high]`` (either bound may be None)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if (low is not None and value < low) or (high is not None and value > high):
+            where = (f"between {low} and {high}" if low is not None and high is not None else
+                     f">= {low}" if low is not None else f"<= {high}")
+            raise argparse.ArgumentTypeError(f"must be {where}, got {value}")
+        return value
+
+    return parse
+
+
+def float_type(low: Optional[float] = None, high: Optional[float] = None, low_open: bool = False,
+               allow_inf: bool = False, high_open: bool = False):
+    """argparse ``type=``: a number (finite unless ``allow_inf``; never NaN) within ``[low, high]`` (open at
+    either end with ``low_open`` / ``high_open``)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        bad = (math.isnan(value) or (math.isinf(value) and not allow_inf)
+               or (low is not None and (value <= low if low_open else value < low))
+               or (high is not None and (value >= high if high_open else value > high)))
+        if bad:
+            lo = "" if low is None else f"{'>' if low_open else '>='} {low:g}"
+            hi = "" if high is None else f"{'<' if high_open else '<='} {high:g}"
+            where = " and ".join(x for x in (lo, hi) if x)
+            raise argparse.ArgumentTypeError(f"must be a {'' if allow_inf else 'finite '}number"
+                                             f"{' ' + where if where else ''}, got {text!r}")
+        return value
+
+    return parse
+
+
+#: the option types every command shares (limits: see flashschnet.limits)
+SEED = int_type(1, 2**31 - 1)
+THREADS = int_type(1, 1024)
+
+
+def check_output_file(path: str, option: str) -> None:
+    """An output file can be written at ``path``: not empty, not a directory, its folder exists (or can be
+    created: it is, here); raises InputError naming ``option``."""
+    import os
+
+    from flashschnet.errors import InputError
+
+    if not path or not path.strip():
+        raise InputError(f"{option} is empty; give a file name")
+    if os.path.isdir(path):
+        raise InputError(f"{option} {path}: is a directory; give a file name")
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(parent) and not os.path.isdir(parent):
+        raise InputError(f"{option} {path}: {parent} is not a directory")
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{option} {path}: cannot create {parent} ({exc.strerror or type(exc).__name__})") from None
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{option} {path}: {parent} is not writable")
+
+
+def check_output_dir(path: str, option: str) -> None:
+    """Create the output directory ``path`` (and parents) or raise InputError naming ``option``."""
+    import os
+
+    from flashschnet.errors import InputError
+
+    if not path or not path.strip():
+        raise InputError(f"{option} is empty; give a directory")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise InputError(f"{option} {path}: exists and is not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{option} {path}: cannot create the directory ({exc.strerror or type(exc).__name__})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise InputError(f"{option} {path}: the directory is not writable")
 
 
 def cpu_model() -> str:
@@ -33,16 +118,17 @@ def add_run_arguments(p: argparse.ArgumentParser, dt_fs: float, report_interval:
     p.add_argument("--steps", type=int, required=True, help="total number of integration steps")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--platform", default="CPU", help="OpenMM platform: Reference, CPU, CUDA, OpenCL (default CPU)")
-    p.add_argument("--seed", type=int, default=None, help=seed_help)
+    p.add_argument("--seed", type=int, default=None, help=seed_help + " (1 to 2147483647; default: a random one, "
+                                                                    "recorded in run.json)")
     p.add_argument("--dt", type=float, default=dt_fs, help=f"time step in fs (default {dt_fs:g})")
     p.add_argument("--temperature", type=float, default=300.0, help="temperature in K (default 300)")
     p.add_argument("--friction", type=float, default=1.0, help="Langevin friction in 1/ps (default 1)")
     p.add_argument("--report-interval", type=int, default=report_interval,
-                   help=f"steps between frames/log rows (default {report_interval})")
+                   help=f"steps between frames/log rows, at most 2147483647 (default {report_interval})")
     p.add_argument("--checkpoint-interval", type=int, default=None,
                    help="steps between checkpoints, a multiple of --report-interval (default 10 report intervals)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
-    p.add_argument("--threads", type=int, default=None, help=threads_help)
+    p.add_argument("--threads", type=int, default=None, help=threads_help + " (1 to 1024)")
     p.add_argument("--max-force", type=float, default=1.0e5,
                    help="stop when a force component exceeds this, kJ/mol/nm (default 1e5)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -18,6 +18,9 @@ fixed seed), ``model.energy_forces`` is called ``--warmup`` times and then timed
 * ns/day at a 4 fs time step: per replica ``4e-6 ns * 86400 s / (s per call)``, aggregate ``R *`` that.
 * a configuration predicted (linearly in R, from the same backend measured at a smaller R in this run) to
   exceed ``--max-memory-gb`` is skipped and reported as such; predictions are never shown as measurements.
+  One with no smaller measurement is skipped when even a lower bound of its memory
+  (:data:`flashschnet.limits.MIN_BYTES_PER_BEAD` per bead) exceeds the memory available, so a huge R cannot
+  take the machine down.
 
 Ratios (speed-up vs reference, memory as % of reference) are given only for R where the unquantized reference
 and the other configuration were both measured in this invocation. ``weights KB`` is the size of the model's
@@ -38,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ._cli import cpu_model, name_list
+from ._cli import THREADS, check_output_file, cpu_model, float_type, int_type, name_list
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PDB = "examples/4PTI_bpti.pdb"
@@ -64,13 +67,18 @@ def _cuda_available() -> bool:
 
 def _resolve_path(p: str) -> Path:
     """An existing file: as given (absolute or relative to the cwd), else relative to the repo root."""
+    from flashschnet.errors import InputError
+
     path = Path(p).expanduser()
-    if path.is_absolute() or path.exists():
-        return path.resolve()
-    alt = REPO_ROOT / p
-    if alt.exists():
-        return alt.resolve()
-    raise SystemExit(f"flashschnet-benchmark: file not found: {p} (looked in {Path.cwd()} and {REPO_ROOT})")
+    if p and (path.is_absolute() or path.exists()):
+        path = path.resolve()
+    elif p and (REPO_ROOT / p).exists():
+        path = (REPO_ROOT / p).resolve()
+    else:
+        raise InputError(f"file not found: {p!r} (looked in {Path.cwd()} and {REPO_ROOT})")
+    if not path.is_file():
+        raise InputError(f"{path}: not a file" if path.exists() else f"{path}: file not found")
+    return path
 
 
 def _int_list(text: str) -> List[int]:
@@ -113,16 +121,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "fp16-cast, bf16-cast (default none)")
     p.add_argument("--device", choices=["cpu", "cuda"], default=None, help="default cuda if available, else cpu")
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="network dtype (default float32)")
-    p.add_argument("--repeats", type=int, default=5, help="timed calls per configuration (default 5)")
-    p.add_argument("--warmup", type=int, default=2, help="untimed calls (and OpenMM steps) first (default 2)")
-    p.add_argument("--openmm-steps", type=int, default=20, help="timed OpenMM steps per backend; 0 disables (default 20)")
-    p.add_argument("--openmm-replicas", type=int, default=8, help="replicas packed in the OpenMM System (default 8)")
+    p.add_argument("--repeats", type=int_type(1), default=5, help="timed calls per configuration (default 5)")
+    p.add_argument("--warmup", type=int_type(0), default=2, help="untimed calls (and OpenMM steps) first (default 2)")
+    p.add_argument("--openmm-steps", type=int_type(0), default=20,
+                   help="timed OpenMM steps per backend; 0 disables (default 20)")
+    p.add_argument("--openmm-replicas", type=int_type(1), default=8,
+                   help="replicas packed in the OpenMM System (default 8)")
     p.add_argument("--openmm-force", choices=["torch", "python"], default="torch",
                    help="network force in the OpenMM run: torch (openmm-torch TorchForce, default) or python "
                         "(openmm.PythonForce: no openmm-torch needed)")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's default)")
-    p.add_argument("--max-memory-gb", type=float, default=16.0,
-                   help="skip a configuration predicted to need more peak extra memory than this (default 16)")
+    p.add_argument("--threads", type=THREADS, default=None, help="torch CPU threads (default: torch's default)")
+    p.add_argument("--max-memory-gb", type=float_type(0.0, low_open=True, allow_inf=True), default=16.0,
+                   help="skip a configuration predicted to need more peak extra memory than this (default 16; a "
+                        "configuration not measured at a smaller R is predicted from a lower bound per bead)")
     p.add_argument("--out", default="benchmark.json", help="JSON output path (default benchmark.json)")
     # internal: run one configuration in this (fresh) process and print its JSON on the last stdout line
     p.add_argument("--_worker", default=None, help=argparse.SUPPRESS)
@@ -450,18 +461,31 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args._worker is not None:
         return _worker_main(args._worker)
 
+    import torch  # noqa: F401  (torch before openmm)
+
+    from flashschnet.errors import FlashSchNetError
+
+    try:
+        return _benchmark(args, argv)
+    except FlashSchNetError as exc:      # bad input: one line, status 2, no JSON written
+        print(f"flashschnet-benchmark: error: {exc}", file=sys.stderr, flush=True)
+        return 2
+
+
+def _benchmark(args, argv) -> int:
     import torch
+
+    from flashschnet.errors import InputError
+    from flashschnet.limits import MIN_BYTES_PER_BEAD, available_memory_bytes
 
     cuda = _cuda_available()
     device = args.device or ("cuda" if cuda else "cpu")
     if device == "cuda" and not cuda:
-        raise SystemExit("flashschnet-benchmark: --device cuda but CUDA is not available")
+        raise InputError("--device cuda but CUDA is not available; use --device cpu")
     replicas = sorted(set(args.replicas or ([1, 8, 64, 128] if device == "cuda" else [1, 8, 64])))
     backends = args.backends or (["reference", "torch", "triton"] if device == "cuda" else ["reference", "torch"])
     quantize = args.quantize or ["none"]
-    if args.repeats < 1 or args.warmup < 0 or args.openmm_steps < 0 or args.openmm_replicas < 1:
-        raise SystemExit("flashschnet-benchmark: --repeats and --openmm-replicas must be >= 1, "
-                         "--warmup and --openmm-steps >= 0")
+    check_output_file(args.out, "--out")
     threads = args.threads if args.threads is not None else torch.get_num_threads()
     torch.set_num_threads(threads)
     pdb, model = _resolve_path(args.pdb), _resolve_path(args.model)
@@ -469,7 +493,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     import flashschnet
 
     n_beads = int(flashschnet.map_pdb(str(pdb)).n_beads)
+    flashschnet.load_model(str(model))          # a bad model file: one error now, not one per worker
     limit_mb = args.max_memory_gb * 1024.0
+    free = available_memory_bytes()
+    free_mb = free / 2**20 if free is not None else float("inf")
+
+    def _lower_bound(R: int) -> Dict[str, Any]:
+        """Not measured at a smaller R: a lower bound of the memory R replicas need (skipped when even that
+        exceeds the memory available, so a huge R cannot take the machine down)."""
+        return {"predicted_mb": R * n_beads * MIN_BYTES_PER_BEAD / 2**20, "from_replicas": None}
     settings = {
         "pdb": str(pdb), "pdb_name": pdb.name, "n_beads": n_beads, "model": str(model),
         "replicas": replicas, "backends": backends, "quantize": quantize, "device": device, "dtype": args.dtype,
@@ -493,12 +525,16 @@ def main(argv: Optional[List[str]] = None) -> int:
                 report["results"].append(entry)
                 _log(f"{name:>14} R={R:<4} skipped (no CUDA)")
                 continue
-            pred = _predict_mb(report["results"], name, R)
-            if pred is not None and pred["predicted_mb"] > limit_mb:
+            pred = _predict_mb(report["results"], name, R) or _lower_bound(R)
+            if pred["predicted_mb"] > (limit_mb if pred["from_replicas"] else free_mb):
                 entry.update(status="skipped", predicted_peak_extra_mb=pred["predicted_mb"],
                              predicted_from_replicas=pred["from_replicas"],
-                             reason=f"predicted {pred['predicted_mb'] / 1024:.1f} GB > limit "
-                                    f"{args.max_memory_gb:g} GB (linear in R from R={pred['from_replicas']})")
+                             reason=(f"predicted {pred['predicted_mb'] / 1024:.1f} GB > limit "
+                                     f"{args.max_memory_gb:g} GB (linear in R from R={pred['from_replicas']})"
+                                     if pred["from_replicas"] else
+                                     f"predicted at least {pred['predicted_mb'] / 1024:.3g} GB (lower bound, "
+                                     f"{MIN_BYTES_PER_BEAD // 1024} KiB per bead) > the {free_mb / 1024:.3g} GB "
+                                     "available"))
                 report["results"].append(entry)
                 _log(f"{name:>14} R={R:<4} skipped: {entry['reason']}")
                 continue
@@ -524,11 +560,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                 entry.update(status="skipped", error="triton needs CUDA")
                 report["openmm"].append(entry)
                 continue
-            pred = _predict_mb(report["results"], name, R, strict=False)
-            if pred is not None and pred["predicted_mb"] > limit_mb:
+            pred = _predict_mb(report["results"], name, R, strict=False) or _lower_bound(R)
+            if pred["predicted_mb"] > (limit_mb if pred["from_replicas"] else free_mb):
                 entry.update(status="skipped",
-                             error=f"predicted {pred['predicted_mb'] / 1024:.1f} GB > limit "
-                                   f"{args.max_memory_gb:g} GB")
+                             error=(f"predicted {pred['predicted_mb'] / 1024:.1f} GB > limit {args.max_memory_gb:g} GB"
+                                    if pred["from_replicas"] else
+                                    f"predicted at least {pred['predicted_mb'] / 1024:.3g} GB (lower bound) > the "
+                                    f"{free_mb / 1024:.3g} GB available"))
                 report["openmm"].append(entry)
                 continue
             _log(f"{name:>14} OpenMM R={R} {args.openmm_steps} steps ...")
@@ -543,9 +581,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     report["total_wall_s"] = time.perf_counter() - t_start
     out_path = Path(args.out)
-    if out_path.parent and not out_path.parent.exists():
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(json.dumps(report, indent=2) + "\n")
+    tmp = out_path.with_name(out_path.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=2) + "\n")
+    os.replace(tmp, out_path)                  # a JSON file in --out is always a complete report
     print(format_table(report))
     print(f"\nwrote {out_path}")
     return 0

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import List, Optional
 
-from ._cli import finish
+from ._cli import check_output_file, finish
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,10 +39,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         from flashschnet.convert import convert_mlcg
         from flashschnet.errors import InputError
 
+        check_output_file(args.output, "OUTPUT")
         if os.path.exists(args.output) and not args.force:
             raise InputError(f"{args.output}: exists; choose another OUTPUT or pass --force")
         ckpt = convert_mlcg(args.input)
-        write_checkpoint(args.output, ckpt)
+        try:
+            write_checkpoint(args.output, ckpt)
+        except (OSError, RuntimeError) as exc:     # torch.save reports a bad path as RuntimeError
+            if os.path.exists(args.output + ".tmp"):
+                os.remove(args.output + ".tmp")
+            raise InputError(f"{args.output}: cannot write it ({str(exc).splitlines()[0]}); choose another OUTPUT") from None
         return ckpt
 
     def summary(ckpt) -> str:

@@ -28,8 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder with martini_v3.0.0.itp, martini_v3.0.0_ions_v1.itp, martini_v3.0.0_solvents_v1.itp "
                         "(bash tools/get_martini_forcefield.sh DIR fetches them)")
     p.add_argument("--padding", type=float, default=1.5,
-                   help="least distance from the protein to the box faces, nm (default 1.5)")
-    p.add_argument("--salt", type=float, default=0.15, help="NaCl concentration, mol/L (default 0.15)")
+                   help="least distance from the protein to the box faces, nm, 1.1 to 10 (default 1.5)")
+    p.add_argument("--salt", type=float, default=0.15, help="NaCl concentration, mol/L, 0 to 6 (default 0.15)")
     p.add_argument("--no-elastic", action="store_true", help="no elastic network (martinize2 without -elastic)")
     p.add_argument("--ignore", default="HOH", help="comma-separated residue names to drop (default HOH)")
     p.add_argument("--minimize-iterations", type=int, default=5000,

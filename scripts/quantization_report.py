@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ._cli import name_list
+from ._cli import SEED, THREADS, check_output_dir, float_type, int_type, name_list
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PDB = "examples/1L2Y_trpcage.pdb"
@@ -76,14 +76,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backends", type=_backends, default=["torch", "reference"],
                    help="backends evaluated on the frames (default torch,reference; add triton on CUDA or under "
                         "TRITON_INTERPRET=1)")
-    p.add_argument("--langevin-steps", type=int, default=10000, help="Langevin steps per variant (default 10000)")
-    p.add_argument("--report-interval", type=int, default=500, help="steps between saved frames (default 500)")
-    p.add_argument("--nve-steps", type=int, default=5000, help="NVE steps per variant (default 5000)")
-    p.add_argument("--nve-dt", type=float, default=2.0, help="NVE time step in fs (default 2)")
-    p.add_argument("--nve-interval", type=int, default=50, help="steps between NVE energy samples (default 50)")
+    p.add_argument("--langevin-steps", type=int_type(1), default=10000,
+                   help="Langevin steps per variant (default 10000)")
+    p.add_argument("--report-interval", type=int_type(1, 2**31 - 1), default=500,
+                   help="steps between saved frames (default 500)")
+    p.add_argument("--nve-steps", type=int_type(1), default=5000, help="NVE steps per variant (default 5000)")
+    p.add_argument("--nve-dt", type=float_type(0.0, 50.0, low_open=True), default=2.0,
+                   help="NVE time step in fs, at most 50 (default 2)")
+    p.add_argument("--nve-interval", type=int_type(1), default=50, help="steps between NVE energy samples (default 50)")
     p.add_argument("--platform", default="CPU", help="OpenMM platform of the runs (default CPU)")
-    p.add_argument("--threads", type=int, default=None, help="PyTorch CPU threads")
-    p.add_argument("--seed", type=int, default=3, help="seed of the runs and of the NVE velocities (default 3)")
+    p.add_argument("--threads", type=THREADS, default=None, help="PyTorch CPU threads")
+    p.add_argument("--seed", type=SEED, default=3, help="seed of the runs and of the NVE velocities (default 3)")
     p.add_argument("--quick", action="store_true",
                    help="tiny run for tests: 200 Langevin steps, 100 NVE steps (numbers not meaningful)")
     p.add_argument("--from-json", default=None, metavar="JSON",
@@ -320,11 +323,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     from flashschnet.errors import FlashSchNetError, InputError
 
     try:
-        if args.from_json:
+        check_output_dir(args.out, "--out")
+        if args.from_json is not None:
             src = Path(args.from_json)
-            if not src.exists():
-                raise InputError(f"--from-json {src}: no such file")
-            render(json.loads(src.read_text()), Path(args.out))
+            if not src.is_file():
+                raise InputError(f"--from-json {src}: {'not a file' if src.exists() else 'no such file'}")
+            try:
+                report = json.loads(src.read_text())
+                render(report, Path(args.out))
+            except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+                raise InputError(f"--from-json {src}: not a quantization.json of this tool ({type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
             return 0
         return _measure(args, argv)
     except FlashSchNetError as exc:
@@ -356,6 +365,13 @@ def _measure(args, argv) -> int:
     for what, p in (("--pdb", pdb), ("--model", model_path)):
         if not p.exists():
             raise InputError(f"{what} {p}: no such file")
+    if args.oracle is not None and not (args.oracle.strip() and _path(args.oracle).is_file()):
+        raise InputError(f"--oracle {args.oracle!r}: {'not a file' if _path(args.oracle).exists() else 'no such file'}"
+                         "; leave --oracle out to use the bundled one")
+    platforms = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
+    if args.platform not in platforms:
+        raise InputError(f"OpenMM platform {args.platform!r} is not available here; available: {', '.join(platforms)}")
+    flashschnet.map_pdb(str(pdb))        # a bad --pdb fails now, not after the weight and frame stages
     oracle = _path(args.oracle) if args.oracle else next((_path(c) for c in ORACLE_CANDIDATES if _path(c).exists()), None)
     notes: List[str] = []
     if oracle is None or not oracle.exists():
@@ -404,42 +420,44 @@ def _measure(args, argv) -> int:
     tick("oracle frames")
     # 3. Langevin runs (the float32 one also provides the simulation frames) --------------------------------
     work = Path(tempfile.mkdtemp(prefix="flashschnet-qreport-"))
-    for v in variants:
-        r = qa.langevin_check(str(pdb), str(model_path), v, args.langevin_steps, str(work / v), seed=args.seed,
-                              report_interval=args.report_interval, threads=args.threads, platform=args.platform)
-        report["langevin"].append({k: val for k, val in r.items() if k != "trajectory"})
-        if v == "none":
-            traj_path = r.get("trajectory")
-        tick(f"langevin {v}")
-    if not report["langevin"][0]["completed"]:
-        raise InputError(f"the float32 Langevin run of {model_path} was not stable: {report['langevin'][0].get('error')}")
-    # 4. simulation frames -----------------------------------------------------------------------------------
-    model32 = flashschnet.load_model(model_path, dtype=torch.float32)
-    length_to_nm, _ = conversion_factors(model32.units)
-    traj = md.load(str(traj_path), top=str(work / "none" / "topology.pdb"))
-    frames = torch.as_tensor(traj.xyz, dtype=torch.float64) / length_to_nm
-    mol = flashschnet.map_pdb(str(pdb), mapping=model32.config.get("cg_mapping") or "5bead")
-    types = torch.as_tensor(mol.bead_types)
-    report["frame_errors"] += qa.frame_errors(str(model_path), frames, types, variants, backends,
-                                              dataset=f"Langevin frames ({model_path.stem} on {pdb.stem}, "
-                                              f"{frames.shape[0]} x {frames.shape[1]} beads)")
-    tick("simulation frames")
-    # 5. NVE from the last float32 frame, same velocities for all -----------------------------------------
-    rng = np.random.default_rng(args.seed)
-    masses = np.asarray(mol.masses, dtype=np.float64)
-    kT = 0.0083144626 * 300.0
-    vel = rng.normal(size=(mol.n_beads, 3)) * np.sqrt(kT / masses)[:, None]
-    vel -= (masses[:, None] * vel).sum(0) / masses.sum()
-    start = traj.xyz[-1].astype(np.float64)
-    for v in variants:
-        m = apply_variant(model32, v)
-        report["nve"][v] = qa.nve_drift(mol, m, model32.priors, start, vel, args.nve_dt, args.nve_steps,
-                                        args.nve_interval, platform=args.platform)
-        tick(f"nve {v}")
+    try:
+        for v in variants:
+            r = qa.langevin_check(str(pdb), str(model_path), v, args.langevin_steps, str(work / v), seed=args.seed,
+                                  report_interval=args.report_interval, threads=args.threads, platform=args.platform)
+            report["langevin"].append({k: val for k, val in r.items() if k != "trajectory"})
+            if v == "none":
+                traj_path = r.get("trajectory")
+            tick(f"langevin {v}")
+        if not report["langevin"][0]["completed"]:
+            raise InputError(f"the float32 Langevin run of {model_path} was not stable: {report['langevin'][0].get('error')}")
+        # 4. simulation frames -----------------------------------------------------------------------------------
+        model32 = flashschnet.load_model(model_path, dtype=torch.float32)
+        length_to_nm, _ = conversion_factors(model32.units)
+        traj = md.load(str(traj_path), top=str(work / "none" / "topology.pdb"))
+        frames = torch.as_tensor(traj.xyz, dtype=torch.float64) / length_to_nm
+        mol = flashschnet.map_pdb(str(pdb), mapping=model32.config.get("cg_mapping") or "5bead")
+        types = torch.as_tensor(mol.bead_types)
+        report["frame_errors"] += qa.frame_errors(str(model_path), frames, types, variants, backends,
+                                                  dataset=f"Langevin frames ({model_path.stem} on {pdb.stem}, "
+                                                  f"{frames.shape[0]} x {frames.shape[1]} beads)")
+        tick("simulation frames")
+        # 5. NVE from the last float32 frame, same velocities for all -----------------------------------------
+        rng = np.random.default_rng(args.seed)
+        masses = np.asarray(mol.masses, dtype=np.float64)
+        kT = 0.0083144626 * 300.0
+        vel = rng.normal(size=(mol.n_beads, 3)) * np.sqrt(kT / masses)[:, None]
+        vel -= (masses[:, None] * vel).sum(0) / masses.sum()
+        start = traj.xyz[-1].astype(np.float64)
+        for v in variants:
+            m = apply_variant(model32, v)
+            report["nve"][v] = qa.nve_drift(mol, m, model32.priors, start, vel, args.nve_dt, args.nve_steps,
+                                            args.nve_interval, platform=args.platform)
+            tick(f"nve {v}")
+    finally:                                   # also when a stage fails: no stray run directories
+        if not args.keep_runs:
+            shutil.rmtree(work, ignore_errors=True)
     if args.keep_runs:
         report["notes"].append(f"the Langevin runs are kept in {work}")
-    else:
-        shutil.rmtree(work, ignore_errors=True)
     render(report, out)
     tick("plots")
     if bar is not None:

@@ -3,9 +3,10 @@
     flashschnet-simulate PDB --model MODEL --steps N --out DIR [--replicas R] [--platform CPU] [--seed S]
                          [--dt 4] [--temperature 300] [--report-interval 1000] [--resume]
                          [--backend torch|triton|reference] [--quantize none|fp16|bf16|fp16-cast|bf16-cast]
+                         [--on-blowup stop|drop]
 
 Exit status: 0 done, 2 bad input (one-line message), 3 the simulation blew up (the last good checkpoint is
-kept; the message names step, replica and bead).
+kept; the message names step, replica and bead), or with ``--on-blowup drop`` every replica was dropped.
 """
 from __future__ import annotations
 
@@ -39,6 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--network-force", choices=["torch", "python"], default="torch",
                    help="how OpenMM calls the network: torch (openmm-torch TorchForce, default) or python "
                         "(openmm.PythonForce, no openmm-torch needed)")
+    p.add_argument("--on-blowup", choices=["stop", "drop"], default="stop",
+                   help="when one replica blows up (NaN, or a force above --max-force): stop the run (default; exit "
+                        "status 3, the last good checkpoint is kept) or drop that replica (frozen at its last good "
+                        "frame, no more frames or log rows; listed in OUT/dropped.json) and go on with the others")
     add_run_arguments(p, dt_fs=4.0, report_interval=1000, seed_help="random seed for velocities and the integrator",
                       threads_help="PyTorch CPU threads (default: PyTorch's)")
     return p
@@ -54,13 +59,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         friction_per_ps=args.friction, report_interval=args.report_interval,
         checkpoint_interval=args.checkpoint_interval, mapping=args.mapping, priors=args.priors,
         precision=args.precision, backend=args.backend, quantize=args.quantize, network_force=args.network_force,
-        threads=args.threads, max_force=args.max_force,
+        threads=args.threads, max_force=args.max_force, on_blowup=args.on_blowup,
     )
     return finish("flashschnet-simulate", lambda echo: run(settings, resume=args.resume, progress=not args.quiet,
                                                           echo=echo),
                   lambda r: f"done: {r.steps_done} steps x {r.replicas} replicas of {r.n_beads} beads in {r.out} "
                             f"({r.ns_per_day_per_replica:.3g} ns/day per replica, "
-                            f"{r.ns_per_day_per_replica * r.replicas:.3g} aggregate)")
+                            f"{r.ns_per_day_per_replica * r.replicas:.3g} aggregate"
+                            + (f"; {len(r.dropped)} of {r.replicas} replicas dropped"
+                               if r.on_blowup == "drop" or r.dropped else "") + ")")
 
 if __name__ == "__main__":
     sys.exit(main())

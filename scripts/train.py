@@ -17,7 +17,15 @@ import os
 import sys
 from typing import List, Optional
 
-from ._cli import finish
+from ._cli import SEED, THREADS, check_output_dir, check_output_file, finish, float_type, int_type
+
+
+def _device(text: str) -> str:
+    """argparse ``type=``: cpu, cuda or cuda:N."""
+    t = text.strip()
+    if t == "cpu" or t == "cuda" or (t.startswith("cuda:") and t[5:].isdigit()):
+        return t
+    raise argparse.ArgumentTypeError(f"must be cpu, cuda or cuda:N, got {text!r}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,12 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
     md = sub.add_parser("md", help="all-atom reference MD (amber14 + GBn2), positions and forces")
     md.add_argument("pdb")
     md.add_argument("--out", required=True, help="output .npz")
-    md.add_argument("--frames", type=int, required=True, help="frames to save")
-    md.add_argument("--interval", type=int, default=500, help="steps between frames (default 500 = 1 ps at 2 fs)")
-    md.add_argument("--dt", type=float, default=2.0, help="time step, fs (default 2; HBonds constraints)")
-    md.add_argument("--temperature", type=float, default=300.0, help="K (default 300)")
-    md.add_argument("--equilibration", type=int, default=5000, help="steps before the first frame (default 5000)")
-    md.add_argument("--seed", type=int, default=1)
+    md.add_argument("--frames", type=int_type(1), required=True, help="frames to save")
+    md.add_argument("--interval", type=int_type(1, 2**31 - 1), default=500, help="steps between frames (default 500 = 1 ps at 2 fs)")
+    md.add_argument("--dt", type=float_type(0.0, 10.0, low_open=True), default=2.0,
+                    help="time step, fs, at most 10 (default 2; HBonds constraints)")
+    md.add_argument("--temperature", type=float_type(0.0, low_open=True), default=300.0, help="K (default 300)")
+    md.add_argument("--equilibration", type=int_type(0), default=5000, help="steps before the first frame (default 5000)")
+    md.add_argument("--seed", type=SEED, default=1)
     md.add_argument("--platform", default="CPU")
     md.add_argument("--quiet", action="store_true")
 
@@ -41,15 +50,18 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("pdb", help="the PDB the reference run was made from")
     fit.add_argument("--data", required=True, help=".npz from `flashschnet-train md`")
     fit.add_argument("--out", required=True, help="output folder")
-    fit.add_argument("--epochs", type=int, default=50)
-    fit.add_argument("--batch-frames", type=int, default=16)
-    fit.add_argument("--learning-rate", type=float, default=1e-3)
-    fit.add_argument("--val-fraction", type=float, default=0.2)
-    fit.add_argument("--patience", type=int, default=10, help="epochs without validation improvement before stopping")
-    fit.add_argument("--n-degs", type=int, default=3, help="Fourier terms of the dihedral priors (default 3)")
-    fit.add_argument("--seed", type=int, default=1)
-    fit.add_argument("--threads", type=int, default=None)
-    fit.add_argument("--device", default="cpu", help="cpu (default) or cuda: where force matching runs")
+    fit.add_argument("--epochs", type=int_type(1), default=50)
+    fit.add_argument("--batch-frames", type=int_type(1), default=16)
+    fit.add_argument("--learning-rate", type=float_type(0.0, low_open=True), default=1e-3)
+    fit.add_argument("--val-fraction", type=float_type(0.0, 1.0, low_open=True, high_open=True), default=0.2,
+                     help="share of the frames held out for validation, in (0, 1) (default 0.2)")
+    fit.add_argument("--patience", type=int_type(1), default=10,
+                     help="epochs without validation improvement before stopping")
+    fit.add_argument("--n-degs", type=int_type(1, 17), default=3,
+                     help="Fourier terms of the dihedral priors, 1-17 (the fit has 36 bins; default 3)")
+    fit.add_argument("--seed", type=SEED, default=1)
+    fit.add_argument("--threads", type=THREADS, default=None)
+    fit.add_argument("--device", type=_device, default="cpu", help="cpu (default) or cuda: where force matching runs")
     fit.add_argument("--quiet", action="store_true")
 
     val = sub.add_parser("validate", help="CG run of the model vs the all-atom reference")
@@ -61,9 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--dt", type=float, default=4.0, help="CG time step, fs (default 4)")
     val.add_argument("--replicas", type=int, default=4)
     val.add_argument("--report-interval", type=int, default=100)
-    val.add_argument("--seed", type=int, default=1)
+    val.add_argument("--seed", type=SEED, default=1)
     val.add_argument("--platform", default="CPU")
-    val.add_argument("--threads", type=int, default=None)
+    val.add_argument("--threads", type=THREADS, default=None)
     val.add_argument("--quiet", action="store_true")
     return p
 
@@ -78,12 +90,14 @@ def _fit(args, echo):
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError(f"--device {args.device}: no CUDA device here; use --device cpu")
     if os.path.exists(os.path.join(args.out, "best.pt")):
         raise InputError(f"{args.out}: already holds a trained model; choose another --out")
     mol = map_pdb(args.pdb, mapping="5bead")
     data = map_reference(args.data, mol)
     priors = fit_priors(mol, data.positions, data.temperature_K, n_degs=args.n_degs)
-    os.makedirs(args.out, exist_ok=True)
+    check_output_dir(args.out, "--out")
     save_priors(priors, os.path.join(args.out, "priors.pt"))
     settings = TrainSettings(epochs=args.epochs, batch_frames=args.batch_frames, learning_rate=args.learning_rate,
                              val_fraction=args.val_fraction, patience=args.patience, seed=args.seed,
@@ -103,6 +117,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         def job(echo):
             from flashschnet.openmm.reference_md import reference_md
 
+            check_output_file(args.out, "--out")
             return reference_md(args.pdb, args.out, args.frames, interval=args.interval, temperature_K=args.temperature,
                                 dt_fs=args.dt, seed=args.seed, platform=args.platform,
                                 equilibration_steps=args.equilibration, progress=not args.quiet, echo=echo)
@@ -115,6 +130,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     def job(echo):
         from flashschnet.openmm.train_validate import validate
 
+        check_output_dir(args.out, "--out")
         return validate(args.pdb, args.model, args.data, args.out, args.steps, replicas=args.replicas,
                         report_interval=args.report_interval, seed=args.seed, platform=args.platform,
                         threads=args.threads, dt_fs=args.dt, progress=not args.quiet, echo=echo)

@@ -114,7 +114,16 @@ class TorchPairEngine:
         R, N = positions.shape[0], positions.shape[1]
         self.pos = positions.reshape(R * N, 3)
         nl = self.verlet.get(positions)
-        self.i, self.j = nl.i, nl.j
+        # Only the pairs inside the graph cutoff go on: the chunks -- and with them every matrix product's
+        # shape and every summation order -- are then a function of the positions alone, not of where the
+        # Verlet list was last rebuilt, so a run resumed from a checkpoint repeats the uninterrupted run
+        # bitwise (and the skin shell is dropped once per step instead of once per block and pass).
+        keep = torch.empty(nl.i.shape[0], dtype=torch.bool, device=positions.device)
+        for s in range(0, nl.i.shape[0], self.chunk):
+            rij = self.pos.index_select(0, nl.i[s:s + self.chunk]) - self.pos.index_select(0, nl.j[s:s + self.chunk])
+            keep[s:s + self.chunk] = torch.linalg.vector_norm(rij, dim=-1) < self.basis.rc_graph
+        sel = keep.nonzero(as_tuple=True)[0]
+        self.i, self.j = nl.i.index_select(0, sel), nl.j.index_select(0, sel)
 
     def _chunks(self):
         P = self.i.shape[0]

@@ -8,6 +8,9 @@ Python-op overhead (tens of microseconds) out of the inner loops.
 
 Engines keep state between calls (the Verlet neighbour list), keyed by the backend, the storage and version
 counter of every weight (each TorchForce/Context holds its own copy of the module) and the positions' shape.
+An engine also holds the pair list of the call in progress, so calls that share one (several OpenMM Contexts
+in separate threads running one model object, e.g. through ``openmm.PythonForce``) take turns on its lock;
+calls on different engines run concurrently.
 
 Packed layout of ``params``: ``[embedding, basis_centers, basis_widths]`` + per block
 ``[L1, L2, b2, L, b, A1, a1, A2]`` + the output MLP's ``[W, c]`` per hidden layer + ``[W_last]``. In a
@@ -18,6 +21,7 @@ quantized model (``ints[5] == 1``) every filter- and output-network weight ``W``
 """
 from __future__ import annotations
 
+import threading
 from typing import Dict, List, Tuple
 
 import torch
@@ -26,6 +30,7 @@ from ..nn.fused import TorchPairEngine, energy_forces_fused, unpack_params
 
 _ENGINES: Dict[tuple, object] = {}
 _MAX_ENGINES = 64
+_ENGINES_LOCK = threading.Lock()        # guards _ENGINES (threads may call the op concurrently)
 
 
 def _engine(backend: str, params, ints, floats, positions):
@@ -34,19 +39,21 @@ def _engine(backend: str, params, ints, floats, positions):
     # while the entry exists.
     weights_key = tuple((p.data_ptr(), p._version) for p in params)
     key = (backend, params[0].device.type, tuple(positions.shape), positions.dtype, weights_key)
-    eng = _ENGINES.get(key)
-    if eng is None:
-        _, basis, filters = unpack_params(params, ints, floats)
-        if backend == "torch":
-            eng = TorchPairEngine(basis, filters, skin=floats[5])
-        else:
-            from .triton_engine import TritonTileEngine
+    with _ENGINES_LOCK:
+        eng = _ENGINES.get(key)
+        if eng is None:
+            _, basis, filters = unpack_params(params, ints, floats)
+            if backend == "torch":
+                eng = TorchPairEngine(basis, filters, skin=floats[5])
+            else:
+                from .triton_engine import TritonTileEngine
 
-            eng = TritonTileEngine(basis, filters, skin=floats[5])
-        eng.pinned_weights = list(params)
-        if len(_ENGINES) >= _MAX_ENGINES:
-            _ENGINES.pop(next(iter(_ENGINES)))
-        _ENGINES[key] = eng
+                eng = TritonTileEngine(basis, filters, skin=floats[5])
+            eng.pinned_weights = list(params)
+            eng.lock = threading.Lock()          # one call at a time: the engine holds that call's pair list
+            if len(_ENGINES) >= _MAX_ENGINES:
+                _ENGINES.pop(next(iter(_ENGINES)))
+            _ENGINES[key] = eng
     return eng
 
 
@@ -57,7 +64,8 @@ def energy_forces(positions: torch.Tensor, bead_types: torch.Tensor, params: Lis
     with torch.no_grad():
         eng = _engine(backend, params, ints, floats, positions)
         weights, _, _ = unpack_params(params, ints, floats, with_filters=False)
-        e, f = energy_forces_fused(weights, positions.contiguous(), bead_types, eng)
+        with eng.lock:
+            e, f = energy_forces_fused(weights, positions.contiguous(), bead_types, eng)
     return e, f
 
 
@@ -69,4 +77,5 @@ def _(positions, bead_types, params, ints, floats, backend):
 
 def clear_engine_cache() -> None:
     """Forget all neighbour-list state (tests, or after moving a model between devices)."""
-    _ENGINES.clear()
+    with _ENGINES_LOCK:
+        _ENGINES.clear()

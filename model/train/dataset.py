@@ -35,8 +35,8 @@ def load_reference(path: str) -> dict:
     try:
         with np.load(path, allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: not a reference-data .npz ({str(exc).splitlines()[0]})") from None
+    except (OSError, ValueError, EOFError) as exc:      # EOFError: an empty file
+        raise InputError(f"{path}: not a reference-data .npz ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
     need = ("positions_nm", "forces_kj_mol_nm", "atoms", "bonds", "temperature_K")
     missing = [k for k in need if k not in data]
     if missing:

@@ -24,11 +24,16 @@ import openmm.unit as u
 from ...errors import InputError
 from ..reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter, read_checkpoint,
                          truncate_csv, truncate_dcd)
-from ..runner import check_run_settings, checkpoint_hint, integrate, ns_per_day, open_run_dir, write_run_json
+from ..runner import (check_run_settings, checkpoint_hint, integrate, make_run_dir, ns_per_day, open_run_dir, run_dir,
+                      write_run_json)
 from ..simulate import RunResult
 from .prepare import check_forcefield_dir, prepare_system
 from .system import build_system, read_gro
 from .topology import Topology, read_topology
+
+#: limits of the box set-up (see :meth:`MartiniSettings.validate`)
+MAX_PADDING_NM = 10.0
+MAX_SALT_MOLAR = 6.0
 
 _FIXED_ON_RESUME = ("pdb", "forcefield_dir", "dt_fs", "temperature_K", "friction_per_ps", "report_interval",
                     "checkpoint_interval", "platform", "seed", "padding_nm", "salt_molar", "elastic", "ignore")
@@ -59,12 +64,15 @@ class MartiniSettings:
 
     def validate(self) -> None:
         check_run_settings(self, max_dt_fs=40.0, dt_hint=" (MARTINI runs at 20-30 fs)")
-        if self.padding_nm < 1.1:
-            raise InputError(f"--padding {self.padding_nm} nm is below the 1.1 nm cut-off; use at least 1.1 (default 1.5)")
-        if self.salt_molar < 0.0:
-            raise InputError(f"--salt must be >= 0, got {self.salt_molar}")
-        if self.minimize_iterations < 0:
-            raise InputError(f"--minimize-iterations must be >= 0, got {self.minimize_iterations}")
+        if not 1.1 <= self.padding_nm <= MAX_PADDING_NM:    # NaN fails too
+            raise InputError(f"--padding {self.padding_nm} nm is outside 1.1-{MAX_PADDING_NM:g} nm: below the 1.1 nm "
+                             "cut-off a protein sees its periodic image, above it the water box alone holds millions "
+                             "of particles (default 1.5)")
+        if not 0.0 <= self.salt_molar <= MAX_SALT_MOLAR:
+            raise InputError(f"--salt must be between 0 and {MAX_SALT_MOLAR:g} mol/L (NaCl saturates near 6 M), "
+                             f"got {self.salt_molar}")
+        if not 0 <= self.minimize_iterations <= 2**31 - 1:
+            raise InputError(f"--minimize-iterations must be between 0 and {2**31 - 1}, got {self.minimize_iterations}")
         check_forcefield_dir(self.forcefield_dir)
 
 
@@ -101,7 +109,7 @@ def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool 
     files, a PDB martinize2 cannot map, ...) and :class:`SimulationInstabilityError` after keeping the last good
     checkpoint."""
     s = settings
-    out = os.path.abspath(s.out)
+    out = run_dir(s.out)
     ckpt_path = os.path.join(out, "checkpoint.chk")
     s.forcefield_dir = os.path.abspath(s.forcefield_dir) if s.forcefield_dir else s.forcefield_dir
     for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, inherit=("checkpoint_interval", "seed")).items():
@@ -114,7 +122,10 @@ def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool 
     # 1. martinize2 + insane (a resumed run reuses the files) ---------------------------------------------------
     folder = os.path.join(out, "system")
     if not resume:
-        os.makedirs(out, exist_ok=True)
+        if not os.path.isfile(s.pdb):
+            raise InputError(f"{s.pdb}: {'is a directory, not' if os.path.isdir(s.pdb) else 'no such file; give'} "
+                             "a PDB file")
+        make_run_dir(out)
         echo(f"building the MARTINI 3 system of {s.pdb} (martinize2, insane) in {folder}")
         prep = prepare_system(s.pdb, s.forcefield_dir, folder, name="protein", padding_nm=s.padding_nm,
                               salt_molar=s.salt_molar, seed=s.seed, ignore=ignore, elastic=s.elastic)

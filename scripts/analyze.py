@@ -1,0 +1,88 @@
+"""``flashschnet-analyze``: a run directory in, a report out.
+
+    flashschnet-analyze RUN_DIR [--out DIR] [--reference PDB] [--temperature K] [--stride K] [--replicas 0,1]
+                        [--bins B] [--force] [--quiet]
+
+RUN_DIR is the --out of flashschnet-simulate (topology.pdb, replica_NNN.dcd, log.csv) or of flashschnet-martini
+(topology.pdb, trajectory.dcd, log.csv). Writes report.md, report.json and PNG figures into --out (default
+RUN_DIR/analysis). Exit status: 0 done, 2 bad input (one-line message naming the file and what to do).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import List, Optional
+
+from ._cli import finish
+
+
+def replica_list(text: str) -> List[int]:
+    """``"0,1"`` -> [0, 1] (argparse ``type=``)."""
+    try:
+        values = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 0:
+        raise argparse.ArgumentTypeError(f"expected replica numbers like 0,1; got {text!r}")
+    return list(dict.fromkeys(values))
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="flashschnet-analyze",
+        description="Analyse a run directory of flashschnet-simulate or flashschnet-martini: potential energy and "
+                    "temperature traces, backbone RMSD (Kabsch) to a reference, radius of gyration, per-residue "
+                    "RMSF, fraction of native contacts Q, a contact map and a free-energy surface F(RMSD, Rg), "
+                    "one bead per residue (CA, or MARTINI's BB). Writes report.md, report.json and PNG figures.",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the --out directory of flashschnet-simulate or -martini")
+    p.add_argument("--out", default=None, help="report directory (default RUN_DIR/analysis)")
+    p.add_argument("--reference", default=None,
+                   help="reference structure (PDB) for RMSD, Q and the native contact map (default: the run's "
+                        "topology.pdb, its starting structure); CG beads of the same name, or an all-atom PDB's CA")
+    p.add_argument("--temperature", type=float, default=None,
+                   help="temperature for F = -kT ln p, K (default: run.json's, else 300)")
+    p.add_argument("--stride", type=positive_int, default=1, help="use every K-th frame (default 1)")
+    p.add_argument("--replicas", type=replica_list, default=None, help="replicas to analyse, e.g. 0,1 (default all)")
+    p.add_argument("--bins", type=positive_int, default=None,
+                   help="free-energy surface bins per axis (default: from the number of frames, 5-50)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing report in --out")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+
+    def job(echo):
+        from flashschnet.openmm.analyze import AnalyzeSettings, analyze
+
+        settings = AnalyzeSettings(run_dir=args.run_dir, out=args.out, reference=args.reference,
+                                   temperature_K=args.temperature, stride=args.stride, replicas=args.replicas,
+                                   force=args.force, bins=args.bins)
+        result = analyze(settings, progress=not args.quiet, echo=echo)
+        for note in result["notes"]:
+            echo(f"note: {note}")
+        return result
+
+    def summary(result) -> str:
+        rows = ", ".join(f"replica {r['replica']}: RMSD {r['summary']['rmsd_mean_nm']:.3f} nm"
+                         for r in result["replicas"][:4])
+        more = f" (+{len(result['replicas']) - 4} more)" if len(result["replicas"]) > 4 else ""
+        return f"done: {result['frames_total']} frames; {rows}{more}; report in {result['out']}/report.md (+ .json, .png)"
+
+    return finish("flashschnet-analyze", job, summary)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,329 @@
+"""flashschnet-analyze: --help, a report of a real tiny flashschnet-simulate run checked against a direct
+computation, a synthetic MARTINI-style directory (BB beads, solvent, a periodic DCD with a partial last frame)
+analysed without a display (no pyplot), and one-line exit-2 errors for bad input."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import mdtraj as md
+import numpy as np
+import pytest
+import torch
+
+from conftest import EXAMPLES, STRUCTURES
+from flashschnet.openmm.analysis import (MOLAR_GAS_CONSTANT_KJ_MOL_K, fraction_native_contacts, kabsch_align,
+                                         native_contacts, radius_of_gyration, rmsf)
+from flashschnet.scripts.analyze import main
+
+torch.set_num_threads(1)
+ENTRY = Path(sys.executable).parent / "flashschnet-analyze"
+PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
+MODEL = str(EXAMPLES / "trpcage_placeholder.pt")
+FILES = {"report.md", "report.json", "energy.png", "structure.png", "contacts.png", "fes.png"}
+
+
+@pytest.fixture(scope="module")
+def sim_run(tmp_path_factory):
+    """A real flashschnet-simulate run: 2 replicas, 40 steps, a frame every 10 steps."""
+    from flashschnet.scripts.simulate import main as simulate
+
+    out = tmp_path_factory.mktemp("sim") / "run"
+    rc = simulate([PDB, "--model", MODEL, "--steps", "40", "--replicas", "2", "--report-interval", "10",
+                   "--out", str(out), "--seed", "7", "--quiet", "--threads", "1"])
+    assert rc == 0
+    return out
+
+
+def _analyze(capsys, *argv):
+    rc = main([str(a) for a in argv] + ["--quiet"])
+    return rc, capsys.readouterr().err
+
+
+def _one_line_error(rc, err, *needles):
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert rc == 2, err
+    assert len(lines) == 1 and lines[0].startswith("flashschnet-analyze: error: "), err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+
+
+def test_help_through_the_console_entry_point():
+    assert ENTRY.exists(), f"console entry point not installed at {ENTRY}"
+    res = subprocess.run([str(ENTRY), "--help"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    for flag in ("RUN_DIR", "--out", "--reference", "--temperature", "--stride", "--replicas", "--force"):
+        assert flag in res.stdout
+    # --help loads none of the analysis' heavy modules (torch comes with the flashschnet package itself)
+    code = ("import sys\nfrom flashschnet.scripts import analyze\ntry:\n    analyze.main(['--help'])\n"
+            "except SystemExit:\n    pass\nheavy = [m for m in ('matplotlib', 'openmm', 'mdtraj', "
+            "'flashschnet.openmm') if m in sys.modules]\nassert not heavy, heavy\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+
+
+def test_report_of_a_simulate_run_matches_a_direct_computation(sim_run, tmp_path, capsys):
+    out = tmp_path / "report"
+    rc, err = _analyze(capsys, sim_run, "--out", out)
+    assert rc == 0, err
+    assert FILES <= set(os.listdir(out))
+    for png in FILES - {"report.md", "report.json"}:
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["kind"] == "flashschnet" and rep["backbone_bead"] == "CA" and rep["n_residues"] == 20
+    assert rep["temperature_K"] == 300.0 and rep["temperature_source"] == "run.json"
+    assert rep["kT_kJ_mol"] == pytest.approx(MOLAR_GAS_CONSTANT_KJ_MOL_K * 300)
+
+    # independent reading: mdtraj for the DCDs, its topology for the CA beads and the reference
+    top = md.load(str(sim_run / "topology.pdb"))
+    ca = top.topology.select("name CA")
+    ref = top.xyz[0, ca].astype(float)
+    pairs = native_contacts(ref)
+    assert rep["n_native_contacts"] == len(pairs) > 0
+    pooled = []
+    for r in range(2):
+        frames = md.load(str(sim_run / f"replica_{r:03d}.dcd"), top=top.topology).xyz[:, ca].astype(float)
+        pooled.append(frames)
+        got = rep["replicas"][r]
+        assert got["replica"] == r and got["frames"] == 4
+        assert got["step"] == [10, 20, 30, 40]
+        assert np.allclose(got["time_ps"], [0.04, 0.08, 0.12, 0.16])
+        rmsd, aligned = kabsch_align(frames, ref)
+        assert np.abs(np.array(got["rmsd_nm"]) - rmsd).max() < 1e-5
+        assert rmsd.max() > 1e-3                       # the frames did move: the comparison means something
+        assert np.abs(np.array(got["rg_nm"]) - radius_of_gyration(frames)).max() < 1e-5
+        assert np.abs(np.array(got["rmsf_nm"]) - rmsf(aligned)).max() < 1e-5
+        assert np.allclose(got["q"], fraction_native_contacts(frames, ref, pairs))
+        s = got["summary"]
+        assert s["rmsd_mean_nm"] == pytest.approx(rmsd.mean(), abs=1e-5)
+        assert s["final_rmsd_nm"] == pytest.approx(rmsd[-1], abs=1e-5)
+    # log traces are the log.csv rows
+    with open(sim_run / "log.csv") as f:
+        rows = list(csv.DictReader(f))
+    for r in range(2):
+        mine = [x for x in rows if x["replica"] == str(r)]
+        trace = rep["log"][str(r)]
+        assert trace["step"] == [int(x["step"]) for x in mine]
+        assert np.allclose(trace["potential_energy_kJ_mol"], [float(x["potential_energy_kJ_mol"]) for x in mine])
+        assert np.allclose(trace["temperature_K"], [float(x["temperature_K"]) for x in mine])
+        assert rep["replicas"][r]["summary"]["temperature_mean_K"] == pytest.approx(
+            np.mean([float(x["temperature_K"]) for x in mine]))
+    # contact map: fraction of the 8 pooled frames with CA-CA < 0.8 nm, |i-j| >= 3; reference in "reference"
+    allf = np.concatenate(pooled)
+    d = np.linalg.norm(allf[:, :, None] - allf[:, None], axis=-1)
+    want = (d < 0.8).mean(axis=0)
+    cm = np.array(rep["contact_map"]["fraction"], dtype=float)
+    i, j = np.indices(cm.shape)
+    far = np.abs(i - j) >= 3
+    assert np.isnan(cm[~far]).all() and np.allclose(cm[far], want[far])
+    nat = np.array(rep["contact_map"]["reference"], dtype=float)
+    dn = np.linalg.norm(ref[:, None] - ref[None], axis=-1)
+    assert np.array_equal(nat[far], (dn < 0.8)[far].astype(float))
+    # FES: finite exactly where populated, F = -kT ln(n / n_max)
+    fes = rep["fes"]
+    rmsd_all = np.concatenate([rep["replicas"][r]["rmsd_nm"] for r in range(2)])
+    rg_all = np.concatenate([rep["replicas"][r]["rg_nm"] for r in range(2)])
+    counts, _, _ = np.histogram2d(rmsd_all, rg_all, bins=[fes["rmsd_edges_nm"], fes["rg_edges_nm"]])
+    assert counts.sum() == 8
+    F = np.array([[np.nan if v is None else v for v in row] for row in fes["free_energy_kJ_mol"]])
+    assert np.array_equal(np.isfinite(F), counts > 0)
+    kT = rep["kT_kJ_mol"]
+    assert np.allclose(F[counts > 0], -kT * np.log(counts[counts > 0] / counts.max()))
+    md_text = (out / "report.md").read_text()
+    for needle in ("| replica | frames |", "![free-energy surface](fes.png)", "(contacts.png)", "(energy.png)"):
+        assert needle in md_text
+
+
+def test_options_replicas_stride_temperature_reference(sim_run, tmp_path, capsys):
+    out = tmp_path / "opts"
+    rc, err = _analyze(capsys, sim_run, "--out", out, "--replicas", "1", "--stride", "2", "--temperature", "350",
+                       "--reference", PDB, "--bins", "3")
+    assert rc == 0, err
+    rep = json.loads((out / "report.json").read_text())
+    assert [r["replica"] for r in rep["replicas"]] == [1] and list(rep["log"]) == ["1"]
+    assert rep["replicas"][0]["step"] == [10, 30] and rep["replicas"][0]["frames"] == 2
+    assert rep["temperature_K"] == 350 and rep["kT_kJ_mol"] == pytest.approx(MOLAR_GAS_CONSTANT_KJ_MOL_K * 350)
+    assert rep["fes"]["bins"] == 3 and len(rep["fes"]["free_energy_kJ_mol"]) == 3
+    # the all-atom PDB's CA atoms are the 5-bead mapping's CA beads: same RMSD as against topology.pdb
+    top = md.load(str(sim_run / "topology.pdb"))
+    ca = top.topology.select("name CA")
+    frames = md.load(str(sim_run / "replica_001.dcd"), top=top.topology).xyz[::2, ca].astype(float)
+    aa = md.load_pdb(PDB)
+    ref = aa.xyz[0, aa.topology.select("name CA")].astype(float)
+    assert np.abs(np.array(rep["replicas"][0]["rmsd_nm"]) - kabsch_align(frames, ref)[0]).max() < 1e-5
+    assert rep["reference"] == os.path.abspath(PDB)
+
+
+def _martini_dir(path: Path, n_res=12, n_water=30, n_frames=5, seed=0):
+    """A MARTINI-looking run directory: BB (+ SC1 on every other residue) beads, W solvent, periodic box."""
+    import openmm.app as app
+    import openmm.unit as u
+
+    rng = np.random.default_rng(seed)
+    path.mkdir(parents=True)
+    top = app.Topology()
+    chain = top.addChain("A")
+    names, pos = [], []
+    bb = np.cumsum(rng.normal(0, 0.22, (n_res, 3)) + [0.3, 0, 0], axis=0) + 2.0
+    for k in range(n_res):
+        res = top.addResidue("ALA" if k % 2 else "LYS", chain)
+        top.addAtom("BB", app.Element.getBySymbol("C"), res)
+        names.append("BB")
+        pos.append(bb[k])
+        if k % 2 == 0:
+            top.addAtom("SC1", app.Element.getBySymbol("C"), res)
+            names.append("SC1")
+            pos.append(bb[k] + [0, 0.3, 0])
+    wchain = top.addChain("W")
+    for k in range(n_water):
+        top.addAtom("W", app.Element.getBySymbol("O"), top.addResidue("W", wchain))
+        names.append("W")
+        pos.append(rng.uniform(0, 6, 3))
+    pos = np.array(pos)
+    top.setUnitCellDimensions(u.Quantity((6.0, 6.0, 6.0), u.nanometer))
+    with open(path / "topology.pdb", "w") as f:
+        app.PDBFile.writeFile(top, pos * u.nanometer, f)
+    frames = pos[None] + rng.normal(0, 0.05, (n_frames, len(pos), 3))
+    with open(path / "trajectory.dcd", "wb") as f:
+        dcd = app.DCDFile(f, top, 0.02 * u.picosecond, firstStep=100, interval=100)
+        for x in frames:
+            dcd.writeModel(x * u.nanometer, periodicBoxVectors=np.eye(3) * 6.0 * u.nanometer)
+    with open(path / "log.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["step", "time_ps", "replica", "potential_energy_kJ_mol", "temperature_K", "ns_per_day"])
+        for k in range(n_frames):
+            w.writerow([100 * (k + 1), 2.0 * (k + 1), 0, -1000.0 - k, 305.0 + k, 50.0])
+    (path / "run.json").write_text(json.dumps({"dt_fs": 20.0, "temperature_K": 310.0, "report_interval": 100}))
+    is_bb = np.array([n == "BB" for n in names])
+    return frames[:, is_bb], pos[is_bb]
+
+
+def test_martini_style_directory_without_display(tmp_path):
+    run = tmp_path / "martini"
+    frames, ref = _martini_dir(run)
+    ref = np.round(ref * 10, 3) / 10                   # what topology.pdb keeps (0.001 Angstrom)
+    # a run killed mid-write: the header announces one more frame, of which only half was written
+    dcd = run / "trajectory.dcd"
+    data = bytearray(dcd.read_bytes())
+    data[8:12] = struct.pack("<i", struct.unpack("<i", bytes(data[8:12]))[0] + 1)
+    dcd.write_bytes(bytes(data) + bytes(data[-400:-200]))
+    # no display, and a GUI backend requested: the report must not depend on either
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env["MPLBACKEND"] = "TkAgg"
+    code = ("import sys\nfrom flashschnet.scripts.analyze import main\nrc = main(sys.argv[1:])\n"
+            "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot (GUI backends) was imported'\nsys.exit(rc)\n")
+    res = subprocess.run([sys.executable, "-c", code, str(run), "--quiet"], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert res.returncode == 0, res.stderr
+    out = run / "analysis"
+    assert FILES <= set(os.listdir(out))
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["kind"] == "martini" and rep["backbone_bead"] == "BB" and rep["n_residues"] == 12
+    assert rep["temperature_K"] == 310.0
+    got = rep["replicas"][0]
+    assert got["frames"] == 5 and got["step"] == [100, 200, 300, 400, 500]
+    assert np.allclose(got["time_ps"], [2, 4, 6, 8, 10])
+    assert np.abs(np.array(got["rmsd_nm"]) - kabsch_align(frames, ref)[0]).max() < 1e-5
+    assert np.abs(np.array(got["rg_nm"]) - radius_of_gyration(frames)).max() < 1e-5
+    assert any("complete" in n for n in rep["notes"]), rep["notes"]
+    assert rep["log"]["0"]["temperature_K"] == [305.0, 306.0, 307.0, 308.0, 309.0]
+    # an all-atom reference has no BB beads: its CA atoms stand in for them (noted in the report)
+    aa = tmp_path / "aa.pdb"
+    shifted = ref + 0.05
+    aa.write_text("".join(f"ATOM  {k + 1:5d}  CA  ALA A{k + 1:4d}    {x * 10:8.3f}{y * 10:8.3f}{z * 10:8.3f}  1.00  0.00"
+                          "           C\n" for k, (x, y, z) in enumerate(shifted)) + "END\n")
+    assert main([str(run), "--out", str(tmp_path / "aa_report"), "--reference", str(aa), "--quiet"]) == 0
+    rep = json.loads((tmp_path / "aa_report" / "report.json").read_text())
+    assert any("CA atoms stand in" in n for n in rep["notes"])
+    assert np.abs(np.array(rep["replicas"][0]["rmsd_nm"]) - kabsch_align(frames, shifted)[0]).max() < 1e-5
+
+
+def _copy(src, dst):
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("analysis*"))
+    return dst
+
+
+def test_refuses_to_overwrite_a_report_without_force(sim_run, tmp_path, capsys):
+    out = tmp_path / "again"
+    assert _analyze(capsys, sim_run, "--out", out)[0] == 0
+    before = (out / "report.json").read_text()
+    rc, err = _analyze(capsys, sim_run, "--out", out, "--stride", "2")
+    _one_line_error(rc, err, "report.md", "--force")
+    assert (out / "report.json").read_text() == before
+    rc, err = _analyze(capsys, sim_run, "--out", out, "--stride", "2", "--force")
+    assert rc == 0, err
+    assert json.loads((out / "report.json").read_text())["replicas"][0]["frames"] == 2
+
+
+def test_bad_input_is_one_line_and_exit_2(sim_run, tmp_path, capsys):
+    import openmm.app as app
+    import openmm.unit as u
+
+    # missing directory
+    _one_line_error(*_analyze(capsys, tmp_path / "nope"), "nope", "no such directory")
+    # no trajectories
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "topology.pdb").write_text((sim_run / "topology.pdb").read_text())
+    _one_line_error(*_analyze(capsys, empty), "no trajectories", "replica_NNN.dcd")
+    # topology.pdb missing
+    d = _copy(sim_run, tmp_path / "notop")
+    (d / "topology.pdb").unlink()
+    _one_line_error(*_analyze(capsys, d), "topology.pdb", "missing")
+    # topology/trajectory atom-count mismatch (a topology with one bead less)
+    d = _copy(sim_run, tmp_path / "mismatch")
+    lines = (d / "topology.pdb").read_text().splitlines(keepends=True)
+    last = max(k for k, l in enumerate(lines) if l.startswith("ATOM"))
+    (d / "topology.pdb").write_text("".join(lines[:last] + lines[last + 1:]))
+    _one_line_error(*_analyze(capsys, d), "replica_000.dcd", "97 atoms per frame", "has 96")
+    # empty trajectory: a DCD header without frames
+    d = _copy(sim_run, tmp_path / "noframes")
+    pdb = app.PDBFile(str(d / "topology.pdb"))
+    with open(d / "replica_001.dcd", "wb") as f:
+        app.DCDFile(f, pdb.topology, 0.004 * u.picosecond)
+    _one_line_error(*_analyze(capsys, d), "replica_001.dcd", "no complete frame")
+    # damaged DCD
+    d = _copy(sim_run, tmp_path / "damaged")
+    (d / "replica_000.dcd").write_bytes(b"\x00garbage" * 10)
+    _one_line_error(*_analyze(capsys, d), "replica_000.dcd", "not a readable DCD")
+    # unreadable log.csv: binary, wrong header, a broken row in the middle
+    for name, content in (("binary", b"\xff\xfe\x00\x81" * 50), ("header", b"a,b,c\n1,2,3\n"),
+                          ("row", None)):
+        d = _copy(sim_run, tmp_path / f"log_{name}")
+        if content is None:
+            rows = (d / "log.csv").read_text().splitlines()
+            rows[2] = "10,0.04,one,400.0,300.0,2.0"          # line 3 of 9: not a partial last row
+            (d / "log.csv").write_text("\n".join(rows) + "\n")
+        else:
+            (d / "log.csv").write_bytes(content)
+        _one_line_error(*_analyze(capsys, d), "log.csv", {"binary": "unreadable log", "header": "no column step",
+                                                          "row": "line 3: unreadable row"}[name])
+    # a replica the run does not have; a reference with the wrong number of residues
+    _one_line_error(*_analyze(capsys, sim_run, "--out", tmp_path / "x", "--replicas", "0,5"), "no replica 5")
+    villin = STRUCTURES / "1VII_villin.pdb"
+    _one_line_error(*_analyze(capsys, sim_run, "--out", tmp_path / "y", "--reference", villin),
+                    "1VII_villin.pdb", "36 CA atoms but the run has 20 residues")
+    _one_line_error(*_analyze(capsys, sim_run, "--out", tmp_path / "z", "--reference", tmp_path / "none.pdb"),
+                    "none.pdb", "no such file")
+    # argparse rejects malformed options with exit 2 as well
+    with pytest.raises(SystemExit) as exc:
+        main([str(sim_run), "--stride", "0"])
+    assert exc.value.code == 2
+    assert "--stride" in capsys.readouterr().err
+
+
+def test_partial_last_log_row_is_tolerated(sim_run, tmp_path, capsys):
+    d = _copy(sim_run, tmp_path / "cut")
+    text = (d / "log.csv").read_text()
+    (d / "log.csv").write_text(text + "50,0.2,0,41")            # killed while writing the next row
+    rc, err = _analyze(capsys, d)
+    assert rc == 0, err
+    rep = json.loads((d / "analysis" / "report.json").read_text())
+    assert rep["log"]["0"]["step"] == [10, 20, 30, 40]
+    assert any("incomplete" in n for n in rep["notes"])
