@@ -72,10 +72,8 @@ def test_resume_continues_the_trajectory(tmp_path, platform):
     t1 = md.load(str(straight / "replica_000.dcd"), top=str(straight / "topology.pdb"))
     t2 = md.load(str(split / "replica_000.dcd"), top=str(split / "topology.pdb"))
     assert t1.n_frames == t2.n_frames == 4
-    assert np.array_equal(t1.xyz[:2], t2.xyz[:2])
-    # same dynamics (same random stream) after the resume: agreement to ~1 float32 ulp of the DCD
-    # coordinates; bitwise identity after a checkpoint round trip is not guaranteed yet
-    assert np.abs(t1.xyz - t2.xyz).max() < 1e-6
+    # the resumed run repeats the straight one bitwise (tests/test_long_runs.py checks every output)
+    assert np.array_equal(t1.xyz, t2.xyz)
     with open(split / "log.csv") as f:
         steps = [int(r["step"]) for r in csv.DictReader(f)]
     assert steps == [10, 20, 30, 40]

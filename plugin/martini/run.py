@@ -185,7 +185,7 @@ def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool 
     dcd = ReplicaDCDReporter([dcd_path], s.report_interval, topology, dt_ps, append=resume, first_step=s.report_interval)
     log = ReplicaCSVReporter(log_path, s.report_interval, 1, masses, dt_ps, None, append=resume,
                              dof=degrees_of_freedom(system))
-    checkpoint = CheckpointReporter(ckpt_path, s.checkpoint_interval,
+    checkpoint = CheckpointReporter(ckpt_path, s.checkpoint_interval, before_save=lambda: (dcd.sync(), log.sync()),
                                     extra=lambda: {"dcd_bytes": dcd.sizes(), "dcd_frames": dcd.frames})
     hint = checkpoint_hint(checkpoint, simulation.currentStep if resume else None)
     health = HealthReporter(s.report_interval, 1, n, bead_label=label, max_force=s.max_force, checkpoint_hint=hint)
