@@ -74,12 +74,7 @@ def check_output_file(path: str, option: str) -> None:
     parent = os.path.dirname(os.path.abspath(path))
     if os.path.exists(parent) and not os.path.isdir(parent):
         raise InputError(f"{option} {path}: {parent} is not a directory")
-    try:
-        os.makedirs(parent, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{option} {path}: cannot create {parent} ({exc.strerror or type(exc).__name__})") from None
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{option} {path}: {parent} is not writable")
+    _writable_dir(parent, f"{option} {path}")
 
 
 def check_output_dir(path: str, option: str) -> None:
@@ -92,12 +87,22 @@ def check_output_dir(path: str, option: str) -> None:
         raise InputError(f"{option} is empty; give a directory")
     if os.path.exists(path) and not os.path.isdir(path):
         raise InputError(f"{option} {path}: exists and is not a directory")
+    _writable_dir(path, f"{option} {path}")
+
+
+def _writable_dir(directory: str, what: str) -> None:
+    """Create ``directory`` (and parents) if needed; InputError starting with ``what`` when that fails or it is
+    not writable."""
+    import os
+
+    from flashschnet.errors import InputError
+
     try:
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(directory, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"{option} {path}: cannot create the directory ({exc.strerror or type(exc).__name__})") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise InputError(f"{option} {path}: the directory is not writable")
+        raise InputError(f"{what}: cannot create {directory} ({exc.strerror or type(exc).__name__})") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise InputError(f"{what}: {directory} is not writable")
 
 
 def cpu_model() -> str:

@@ -13,7 +13,11 @@ import argparse
 import sys
 from typing import List, Optional
 
-from ._cli import finish
+from ._cli import finish, float_type, int_type
+
+#: a frame stride (a positive C int) and free-energy bins per axis (a 1000 x 1000 histogram at most)
+COUNT = int_type(1, 2**31 - 1)
+BINS = int_type(1, 1000)
 
 
 def replica_list(text: str) -> List[int]:
@@ -25,16 +29,6 @@ def replica_list(text: str) -> List[int]:
     if not values or min(values) < 0:
         raise argparse.ArgumentTypeError(f"expected replica numbers like 0,1; got {text!r}")
     return list(dict.fromkeys(values))
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,11 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", default=None,
                    help="reference structure (PDB) for RMSD, Q and the native contact map (default: the run's "
                         "topology.pdb, its starting structure); CG beads of the same name, or an all-atom PDB's CA")
-    p.add_argument("--temperature", type=float, default=None,
+    p.add_argument("--temperature", type=float_type(0.0, low_open=True), default=None,
                    help="temperature for F = -kT ln p, K (default: run.json's, else 300)")
-    p.add_argument("--stride", type=positive_int, default=1, help="use every K-th frame (default 1)")
+    p.add_argument("--stride", type=COUNT, default=1, help="use every K-th frame (default 1)")
     p.add_argument("--replicas", type=replica_list, default=None, help="replicas to analyse, e.g. 0,1 (default all)")
-    p.add_argument("--bins", type=positive_int, default=None,
+    p.add_argument("--bins", type=BINS, default=None,
                    help="free-energy surface bins per axis (default: from the number of frames, 5-50)")
     p.add_argument("--force", action="store_true", help="overwrite an existing report in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
