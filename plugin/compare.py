@@ -229,9 +229,9 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
             echo: Callable[[str], None] = print) -> Dict[str, object]:
     """Run (unless ``analyse_only``) both simulations and write the report; returns the result dict."""
     s = settings
-    if not s.out or not str(s.out).strip():
-        raise InputError("--out is empty; give the output directory")
-    out = os.path.abspath(s.out)
+    from .runner import run_dir
+
+    out = run_dir(s.out)
     dirs = {"martini": os.path.join(out, "martini"), "flashschnet": os.path.join(out, "flashschnet")}
     if s.analyse_only:
         for d in dirs.values():
