@@ -13,6 +13,18 @@ from setuptools import setup
 HERE = Path(__file__).parent
 
 
+def _packages():
+    """Every package under the three source folders (a folder with an ``__init__.py``), so a new sub-package
+    needs no entry here; ``model/`` is ``flashschnet``, ``plugin/`` its ``openmm`` sub-package."""
+    roots = {"model": "flashschnet", "plugin": "flashschnet.openmm", "scripts": "flashschnet.scripts"}
+    found = []
+    for folder, name in roots.items():
+        for init in sorted((HERE / folder).rglob("__init__.py")):
+            rel = init.parent.relative_to(HERE / folder).parts
+            found.append(".".join((name,) + rel))
+    return found
+
+
 def _requirements(name):
     lines = (HERE / name).read_text().splitlines()
     return [ln.split("#", 1)[0].strip() for ln in lines if ln.split("#", 1)[0].strip()]
@@ -25,30 +37,8 @@ setup(
     long_description=(HERE / "README.md").read_text(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=[
-        "flashschnet",
-        "flashschnet.cg",
-        "flashschnet.kernels",
-        "flashschnet.nn",
-        "flashschnet.ops",
-        "flashschnet.reference",
-        "flashschnet.train",
-        "flashschnet.openmm",
-        "flashschnet.openmm.martini",
-        "flashschnet.scripts",
-    ],
-    package_dir={
-        "flashschnet": "model",
-        "flashschnet.cg": "model/cg",
-        "flashschnet.nn": "model/nn",
-        "flashschnet.ops": "model/ops",
-        "flashschnet.kernels": "model/kernels",
-        "flashschnet.reference": "model/reference",
-        "flashschnet.train": "model/train",
-        "flashschnet.openmm": "plugin",
-        "flashschnet.openmm.martini": "plugin/martini",
-        "flashschnet.scripts": "scripts",
-    },
+    packages=_packages(),
+    package_dir={"flashschnet": "model", "flashschnet.openmm": "plugin", "flashschnet.scripts": "scripts"},
     install_requires=_requirements("requirements.txt"),
     extras_require={"test": [r for r in _requirements("requirements-test.txt") if r.startswith(("pytest", "hypothesis"))]},
     entry_points={
