@@ -24,15 +24,14 @@ from typing import Any, Dict, Optional
 
 import torch
 
+from .config import DEFAULT_UNITS, check_units, normalize_config
 from .errors import InputError
+from .loaded import LoadedModel, as_loaded
+from .nn.schnet import CGSchNet
 from .safeload import load_plain
-from .nn.schnet import DEFAULT_UNITS, CGSchNet, normalize_config
 
 FORMAT = "flashschnet-checkpoint"
 FORMAT_VERSION = 1
-
-KNOWN_LENGTH_UNITS = ("angstrom", "nanometer")
-KNOWN_ENERGY_UNITS = ("kcal/mol", "kJ/mol")
 
 
 def _config_from_mlcg(hp: Dict[str, Any], path: str) -> Dict[str, Any]:
@@ -123,16 +122,15 @@ def read_model_file(path) -> Dict[str, Any]:
         raise InputError(
             f"{path}: not a flashschnet checkpoint or an mlcg export (keys: {', '.join(sorted(map(str, obj))[:8])})"
         )
-    units = ckpt["units"]
-    if units.get("length") not in KNOWN_LENGTH_UNITS or units.get("energy") not in KNOWN_ENERGY_UNITS:
-        raise InputError(f"{path}: unknown units {units!r} (length: {KNOWN_LENGTH_UNITS}, energy: {KNOWN_ENERGY_UNITS})")
+    check_units(ckpt["units"], path)
     return ckpt
 
 
 def build_model(ckpt: Dict[str, Any], path: str = "<checkpoint>", backend: Optional[str] = None,
-                dtype: torch.dtype = torch.float32, device="cpu") -> CGSchNet:
+                dtype: torch.dtype = torch.float32, device="cpu", skin: Optional[float] = None) -> CGSchNet:
     """Build a :class:`CGSchNet` from a checkpoint dict and load its weights (strictly)."""
-    model = CGSchNet(normalize_config(ckpt["config"]), backend=backend, units=ckpt["units"], device=str(device))
+    model = CGSchNet(normalize_config(ckpt["config"]), backend=backend, units=ckpt["units"], device=str(device),
+                     skin=skin)
     model = model.to(dtype=dtype)          # before loading: float64 weights must not pass through float32
     own = model.state_dict()
     sd = ckpt["state_dict"]
@@ -153,40 +151,40 @@ def build_model(ckpt: Dict[str, Any], path: str = "<checkpoint>", backend: Optio
     return model.to(device=device, dtype=dtype).eval()
 
 
-def load_model(path, backend: Optional[str] = None, dtype: torch.dtype = torch.float32, device="cpu") -> CGSchNet:
-    """Load a CGSchNet from a flashschnet checkpoint or an mlcg export file.
+def load_model(path, backend: Optional[str] = None, dtype: torch.dtype = torch.float32, device="cpu",
+               skin: Optional[float] = None) -> LoadedModel:
+    """Load a CGSchNet and what its file carries from a flashschnet checkpoint or an mlcg export file.
 
     Parameters
     ----------
     path : str or PathLike
         The model file. Read with ``torch.load(..., weights_only=True)``: no code in it is run.
     backend : str or None
-        Implementation of energies/forces (see :mod:`flashschnet.ops`); None picks the default.
+        Implementation of energies/forces (see :mod:`flashschnet.backends`); None picks the default.
     dtype : torch.dtype
         ``torch.float32`` (default, for simulation) or ``torch.float64``.
     device : str or torch.device
+    skin : float or None
+        Verlet skin of the fused backends (model length unit; see :class:`CGSchNet`); None: the default.
 
     Returns
     -------
-    CGSchNet
-        In eval mode. ``model.energy_forces(positions [R, N, 3], bead_types [N])`` works in the model's units
-        (``model.units``). The checkpoint's priors (a :class:`flashschnet.priors.PriorSet` or None) are at
-        ``model.priors``, type-indexed prior tables of a converted transferable mlcg model (or None) at
-        ``model.prior_tables`` (see :func:`flashschnet.convert.specialize_prior_tables`) and its metadata at
-        ``model.metadata``.
+    LoadedModel
+        ``.network`` (the CGSchNet, in eval mode), ``.priors`` (a :class:`flashschnet.priors.PriorSet` or None),
+        ``.prior_tables`` (type-indexed tables of a converted transferable mlcg model, or None), ``.metadata``,
+        ``.source_path``. ``model.energy_forces(positions [R, N, 3], bead_types [N])`` works in the model's
+        units (``model.units``).
     """
     path = os.fspath(path)
     ckpt = read_model_file(path)
-    model = build_model(ckpt, path, backend=backend, dtype=dtype, device=device)
-    model.priors = None
+    network = build_model(ckpt, path, backend=backend, dtype=dtype, device=device, skin=skin)
+    priors = None
     if ckpt.get("priors") is not None:
         from .priors import PriorSet
 
-        model.priors = PriorSet.from_dict(ckpt["priors"])
-    model.prior_tables = ckpt.get("prior_tables")
-    model.metadata = dict(ckpt.get("metadata") or {})
-    model.source_path = path
-    return model
+        priors = PriorSet.from_dict(ckpt["priors"])
+    return LoadedModel(network=network, priors=priors, prior_tables=ckpt.get("prior_tables"),
+                       metadata=dict(ckpt.get("metadata") or {}), source_path=path)
 
 
 def write_checkpoint(path, ckpt: Dict[str, Any]) -> None:
@@ -197,9 +195,26 @@ def write_checkpoint(path, ckpt: Dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def save_checkpoint(path, model: CGSchNet, priors=None, metadata: Optional[Dict[str, Any]] = None) -> None:
-    """Write ``model`` (and optional priors, a :class:`~flashschnet.priors.PriorSet`) as a flashschnet
-    checkpoint, atomically (temporary file + rename)."""
+def save_checkpoint(path, model, priors="model", metadata: Optional[Dict[str, Any]] = None) -> None:
+    """Write ``model`` as a flashschnet checkpoint, atomically (temporary file + rename).
+
+    Parameters
+    ----------
+    path : str or PathLike
+    model : LoadedModel or CGSchNet
+        The network; a LoadedModel's prior tables are written too.
+    priors : PriorSet, None or "model"
+        The priors to store (a :class:`~flashschnet.priors.PriorSet`); ``"model"`` (default): the LoadedModel's
+        own (none for a bare CGSchNet); None: no priors.
+    metadata : dict or None
+        None: the LoadedModel's own (empty for a bare CGSchNet).
+    """
+    loaded = as_loaded(model)
+    if isinstance(priors, str) and priors == "model":
+        priors = loaded.priors
+    if metadata is None:
+        metadata = loaded.metadata
+    model = loaded.network
     ckpt = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -209,6 +224,6 @@ def save_checkpoint(path, model: CGSchNet, priors=None, metadata: Optional[Dict[
         "priors": priors.to_dict() if priors is not None else None,
         "metadata": dict(metadata or {}),
     }
-    if getattr(model, "prior_tables", None) is not None:
-        ckpt["prior_tables"] = model.prior_tables
+    if loaded.prior_tables is not None:
+        ckpt["prior_tables"] = loaded.prior_tables
     write_checkpoint(path, ckpt)

@@ -1,6 +1,12 @@
 """Structure over a run, from one bead per residue (CA of the 5-bead mapping, BB of MARTINI): backbone RMSD to
 the native structure, radius of gyration, per-residue RMSF, fraction of native contacts Q and secondary-structure
-retention. NumPy only; all lengths in nm.
+retention; contact maps and free-energy surfaces for flashschnet-analyze. All lengths in nm; NumPy arrays in
+and out.
+
+Superposition, RMSD, radius of gyration and RMSF are mdtraj's (``md.superpose``, ``md.rmsd``, ``md.compute_rg``,
+``md.rmsf``), which compute in float32: expect ~1e-6 nm of rounding. Native contacts Q, the contact map, the
+free-energy surface and secondary-structure retention are computed here (see the comment above
+:func:`native_contacts`).
 
 Secondary-structure retention needs the native assignment per residue (DSSP's H/E/C, e.g. mdtraj's DSSP of
 the all-atom PDB: :func:`native_dssp`) and asks whether each helix/strand residue keeps its local backbone
@@ -9,12 +15,41 @@ same criterion for any one-bead-per-residue model, measured against that model's
 """
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
+
+def _trajectory(frames: np.ndarray):
+    """An mdtraj Trajectory of frames [T, N, 3] (or one structure [N, 3]), nm, on a topology of N plain beads."""
+    import mdtraj as md
+
+    x = np.asarray(frames, dtype=float)
+    x = x[None] if x.ndim == 2 else x
+    top = md.Topology()
+    chain = top.add_chain()
+    for _ in range(x.shape[1]):
+        top.add_atom("X", md.element.carbon, top.add_residue("UNK", chain))
+    return md.Trajectory(x.astype(np.float32), top)
+
+
+def _superposed(frames: np.ndarray, ref: np.ndarray):
+    """(frames superimposed on ref, ref) as mdtraj Trajectories, both centred on the origin, and ref's centre."""
+    frames = np.asarray(frames, dtype=float)
+    ref = np.asarray(ref, dtype=float)
+    centre = ref.mean(axis=0)
+    # centred in float64 first (float32 keeps ~7 digits of a coordinate, not of its distance from the origin);
+    # superposed twice, as mdtraj's float32 rotation can be off by ~1e-4 nm for a few beads (e.g. three) and
+    # a second pass removes that
+    target = _trajectory(frames - frames.mean(axis=1, keepdims=True))
+    native = _trajectory(ref - centre)
+    target.superpose(native)
+    target.superpose(native)
+    return target, native, centre
+
+
 def kabsch_align(frames: np.ndarray, ref: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """Superimpose every frame on ``ref`` (rotation + translation, equal weights).
+    """Superimpose every frame on ``ref`` (rotation + translation, equal weights; ``md.superpose``).
 
     Parameters
     ----------
@@ -24,37 +59,45 @@ def kabsch_align(frames: np.ndarray, ref: np.ndarray) -> Tuple[np.ndarray, np.nd
     Returns
     -------
     rmsd : ndarray [T]
-        Root-mean-square deviation after superposition.
+        Root-mean-square deviation after superposition (``md.rmsd``).
     aligned : ndarray [T, N, 3]
         The frames superimposed on ``ref``.
     """
-    frames = np.asarray(frames, dtype=float)
-    ref = np.asarray(ref, dtype=float)
-    rc = ref - ref.mean(axis=0)
-    x = frames - frames.mean(axis=1, keepdims=True)
-    h = np.einsum("tni,nj->tij", x, rc)                     # [T, 3, 3]
-    u_, _, vt = np.linalg.svd(h)
-    d = np.sign(np.linalg.det(np.einsum("tij,tjk->tik", u_, vt)))
-    fix = np.ones((len(frames), 3))
-    fix[:, 2] = d
-    rot = np.einsum("tij,tj,tjk->tik", u_, fix, vt)         # x @ rot ~ rc
-    aligned = np.einsum("tni,tij->tnj", x, rot) + ref.mean(axis=0)
-    rmsd = np.sqrt(((aligned - ref) ** 2).sum(axis=2).mean(axis=1))
-    return rmsd, aligned
+    import mdtraj as md
+
+    target, native, centre = _superposed(frames, ref)
+    aligned = target.xyz.astype(float) + centre
+    # the RMSD of the superposed frames: md.rmsd's own QCP value loses ~1e-3 nm near zero in float32 (by
+    # cancellation in (G_a + G_b - 2 lambda) / N)
+    return md.rmsd(target, native, superpose=False).astype(float), aligned
 
 
 def radius_of_gyration(frames: np.ndarray) -> np.ndarray:
-    """Radius of gyration [T] (equal bead weights) of frames [T, N, 3] (or one structure [N, 3] -> scalar)."""
+    """Radius of gyration [T] (equal bead weights; ``md.compute_rg``) of frames [T, N, 3] (or one structure
+    [N, 3] -> scalar)."""
+    import mdtraj as md
+
     x = np.asarray(frames, dtype=float)
-    c = x - x.mean(axis=-2, keepdims=True)
-    return np.sqrt((c ** 2).sum(axis=-1).mean(axis=-1))
+    rg = md.compute_rg(_trajectory(x - x.mean(axis=-2, keepdims=True))).astype(float)
+    return rg if x.ndim == 3 else float(rg[0])
 
 
-def rmsf(aligned: np.ndarray) -> np.ndarray:
-    """Root-mean-square fluctuation [N] about the mean position of superimposed frames [T, N, 3]."""
-    a = np.asarray(aligned, dtype=float)
-    return np.sqrt(((a - a.mean(axis=0)) ** 2).sum(axis=2).mean(axis=0))
+def rmsf(frames: np.ndarray, ref: Optional[np.ndarray] = None) -> np.ndarray:
+    """Root-mean-square fluctuation [N] about the mean position of frames [T, N, 3] superimposed on ``ref``
+    [N, 3] (``md.rmsf``); without ``ref`` the frames are taken as already superimposed."""
+    if ref is None:
+        # md.rmsf always superimposes the frames again (on a reference or on their mean)
+        a = np.asarray(frames, dtype=float)
+        return np.sqrt(((a - a.mean(axis=0)) ** 2).sum(axis=2).mean(axis=0))
+    import mdtraj as md
 
+    target, native, _ = _superposed(frames, ref)
+    return md.rmsf(target, native, 0).astype(float)
+
+
+# mdtraj has none of what follows for a one-bead-per-residue model: its native-contact example (Best-Hummer Q)
+# is smoothed and made for all-atom heavy atoms, and it has no contact-frequency map, free-energy surface or
+# secondary-structure retention without the backbone atoms DSSP needs; so these few NumPy lines stay ours.
 
 def native_contacts(ref: np.ndarray, cutoff: float = 0.8, min_separation: int = 3) -> np.ndarray:
     """Bead pairs [P, 2] closer than ``cutoff`` nm in ``ref`` and at least ``min_separation`` apart in sequence."""
@@ -143,10 +186,10 @@ def structure_metrics(frames: np.ndarray, ref: np.ndarray, ss=None) -> Dict[str,
         raise ValueError(f"frames {frames.shape} and native {ref.shape} must be [T, N, 3] and [N, 3]")
     if ss is not None and len(ss) != len(ref):
         raise ValueError(f"{len(ss)} secondary-structure letters for {len(ref)} residues")
-    rmsd, aligned = kabsch_align(frames, ref)
+    rmsd, _ = kabsch_align(frames, ref)
     pairs = native_contacts(ref)
     return {"rmsd": rmsd, "rg": radius_of_gyration(frames), "rg_native": radius_of_gyration(ref),
-            "rmsf": rmsf(aligned), "q": fraction_native_contacts(frames, ref, pairs),
+            "rmsf": rmsf(frames, ref), "q": fraction_native_contacts(frames, ref, pairs),
             "ss_retention": ss_retention(frames, ref, ss) if ss is not None else np.full(len(frames), np.nan),
             "n_contacts": np.asarray(len(pairs))}
 

@@ -1,6 +1,6 @@
 """The report behind ``flashschnet-analyze``: a run directory in, ``report.md`` + PNG figures + ``report.json`` out.
 
-Run directories understood:
+Run directories understood (read by :class:`flashschnet.openmm.rundir.RunDir`):
 
 * ``flashschnet-simulate``: ``topology.pdb`` (the CG beads of ONE replica), ``replica_000.dcd`` ...,
   ``log.csv``, ``run.json``; the backbone is the ``CA`` bead of each residue.
@@ -20,19 +20,15 @@ One bead per residue, all lengths in nm (as :mod:`flashschnet.openmm.compare`):
   frames, T from ``--temperature``, else ``run.json``, else 300 K; F = 0 at the most populated bin,
   unsampled bins are left empty (NaN in the figure, null in the JSON).
 
-DCD files are read with :func:`flashschnet.openmm.reporters.read_dcd`, which ignores a partial last frame
+DCD files are read with :func:`flashschnet.openmm.dcd.read_dcd`, which ignores a partial last frame
 (a run killed mid-write). Bad input raises :class:`~flashschnet.errors.InputError` (one line: the file and
 what to do).
 """
 from __future__ import annotations
 
-import csv
-import glob
 import json
 import math
 import os
-import re
-import struct
 from dataclasses import asdict, dataclass
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -41,13 +37,13 @@ import numpy as np
 from ..errors import InputError
 from .analysis import (MOLAR_GAS_CONSTANT_KJ_MOL_K, contact_map, fraction_native_contacts, free_energy_surface,
                        kabsch_align, native_contacts, radius_of_gyration, rmsf)
+from .rundir import RunDir, backbone_beads, pdb_positions, read_pdb
 
 REPORT_FILES = ("report.md", "report.json")
 FIGURES = ("energy.png", "structure.png", "contacts.png", "fes.png")
 CONTACT_CUTOFF_NM = 0.8
 CONTACT_MIN_SEPARATION = 3
 DEFAULT_TEMPERATURE_K = 300.0
-AKMA_TIME_PS = 0.04888821            # the DCD header's time unit
 
 
 @dataclass
@@ -64,118 +60,7 @@ class AnalyzeSettings:
     bins: Optional[int] = None            # FES bins per axis (default from the number of frames)
 
 
-# -- input -------------------------------------------------------------------------------------------------
-
-def read_pdb_atoms(path: str) -> List[dict]:
-    """ATOM/HETATM records of the first model of a PDB file, in file order.
-
-    Returns a list of dicts: ``name``, ``resname``, ``chain``, ``resid`` (residue number + insertion code,
-    str), ``altloc``, ``xyz`` (nm, ndarray [3]).
-    """
-    if not os.path.isfile(path):
-        raise InputError(f"{path}: no such file; give the PDB file of the structure")
-    atoms = []
-    try:
-        with open(path, errors="replace") as f:
-            for lineno, line in enumerate(f, 1):
-                if line.startswith("ENDMDL") and atoms:
-                    break
-                if not line.startswith(("ATOM", "HETATM")):
-                    continue
-                try:
-                    xyz = np.array([float(line[30:38]), float(line[38:46]), float(line[46:54])]) / 10.0
-                except ValueError:
-                    raise InputError(f"{path}, line {lineno}: unreadable coordinates {line[30:54]!r}; "
-                                     "fix or regenerate the PDB file") from None
-                atoms.append({"name": line[12:16].strip(), "resname": line[17:20].strip(), "chain": line[21:22],
-                              "resid": line[22:27].strip(), "altloc": line[16:17], "xyz": xyz})
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror}); check the file") from None
-    if not atoms:
-        raise InputError(f"{path}: no ATOM/HETATM records; give a PDB file with coordinates")
-    return atoms
-
-
-def backbone_beads(atoms: Sequence[dict], name: str) -> np.ndarray:
-    """Indices of the one-per-residue backbone records called ``name`` (first alternate location only; ions
-    such as calcium, whose residue carries the atom's name, are skipped)."""
-    seen, idx = set(), []
-    for i, a in enumerate(atoms):
-        if a["name"] != name or a["resname"] == name:
-            continue
-        key = (a["chain"], a["resid"])
-        if key in seen:
-            continue
-        seen.add(key)
-        idx.append(i)
-    return np.array(idx, dtype=int)
-
-
-def dcd_info(path: str) -> Dict[str, float]:
-    """Header of a CHARMM/OpenMM DCD file: ``frames`` (as the header says), ``first_step``, ``interval``,
-    ``dt_ps`` (0 when not recorded) and ``atoms``."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-        if len(head) < 100 or struct.unpack("<i", head[:4])[0] != 84 or head[4:8] != b"CORD":
-            raise ValueError("not a little-endian CHARMM DCD file")
-        frames, first, interval = struct.unpack("<3i", head[8:20])
-        (dt_akma,) = struct.unpack("<f", head[44:48])
-        (n_title,) = struct.unpack("<i", head[92:96])
-        off = 92 + 4 + n_title + 4 + 4
-        (atoms,) = struct.unpack("<i", head[off:off + 4])
-    except (OSError, struct.error, ValueError) as exc:
-        raise InputError(f"{path}: not a readable DCD trajectory ({exc}); the file is damaged or not from "
-                         "flashschnet-simulate/-martini") from None
-    dt = float(dt_akma) * AKMA_TIME_PS if math.isfinite(dt_akma) and dt_akma > 0 else 0.0
-    return {"frames": int(frames), "first_step": int(first), "interval": max(int(interval), 1), "dt_ps": dt,
-            "atoms": int(atoms)}
-
-
-LOG_COLUMNS = ("step", "replica", "potential_energy_kJ_mol", "temperature_K")
-
-
-def read_log(path: str, echo: Callable[[str], None] = print) -> Dict[int, Dict[str, np.ndarray]]:
-    """Per-replica columns of a run's ``log.csv``: ``{replica: {"step", "time_ps", "potential_energy_kJ_mol",
-    "temperature_K"}}`` (arrays). A partial last row (a run killed mid-write) is dropped with a note; any other
-    unreadable row, a missing column or a file that is not CSV text is an :class:`InputError`."""
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.reader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(f"{path}: unreadable log ({exc}); it should be the log.csv the run wrote "
-                         "(step,time_ps,replica,potential_energy_kJ_mol,temperature_K,ns_per_day)") from None
-    if not rows:
-        raise InputError(f"{path}: empty, not even a header; it should be the log.csv the run wrote")
-    header = [h.strip() for h in rows[0]]
-    missing = [c for c in LOG_COLUMNS if c not in header]
-    if missing:
-        raise InputError(f"{path}: no column {', '.join(missing)} in the header {','.join(header)!r}; it should "
-                         "be the log.csv of flashschnet-simulate or flashschnet-martini")
-    col = {c: header.index(c) for c in header}
-    data = {}
-    body = [(n, r) for n, r in enumerate(rows[1:], 2) if r]
-    for k, (lineno, r) in enumerate(body):
-        try:
-            if len(r) != len(header):
-                raise ValueError("wrong number of fields")
-            step, rep = int(r[col["step"]]), int(r[col["replica"]])
-            vals = (float(r[col["time_ps"]]) if "time_ps" in col else float("nan"),
-                    float(r[col["potential_energy_kJ_mol"]]), float(r[col["temperature_K"]]))
-        except ValueError:
-            if k == len(body) - 1:
-                echo(f"note: {path}: the last row (line {lineno}) is incomplete and was skipped (a run cut short?)")
-                break
-            raise InputError(f"{path}, line {lineno}: unreadable row {','.join(r)!r}; repair or delete the line "
-                             "(or the file, to analyse the trajectories only)") from None
-        data.setdefault(rep, []).append((step,) + vals)
-    out = {}
-    for rep, vals in sorted(data.items()):
-        a = np.array(vals, dtype=float)
-        out[rep] = {"step": a[:, 0].astype(int), "time_ps": a[:, 1], "potential_energy_kJ_mol": a[:, 2],
-                    "temperature_K": a[:, 3]}
-    return out
-
+# -- output helpers -------------------------------------------------------------------------------------
 
 def _json_safe(x):
     """NaN/inf -> None, numpy -> Python, recursively (strict JSON)."""
@@ -192,32 +77,14 @@ def _json_safe(x):
     return x
 
 
-def _find_run(run_dir: str):
-    """(kind, bead name, {replica: dcd path}) of a run directory."""
-    if not os.path.isdir(run_dir):
-        raise InputError(f"{run_dir}: no such directory; give the --out directory of flashschnet-simulate or "
-                         "flashschnet-martini")
-    replicas = {}
-    for p in glob.glob(os.path.join(run_dir, "replica_*.dcd")):
-        m = re.fullmatch(r"replica_(\d+)\.dcd", os.path.basename(p))
-        if m:
-            replicas[int(m.group(1))] = p
-    if replicas:
-        return "flashschnet", "CA", dict(sorted(replicas.items()))
-    single = os.path.join(run_dir, "trajectory.dcd")
-    if os.path.isfile(single):
-        return "martini", "BB", {0: single}
-    raise InputError(f"{run_dir}: no trajectories (replica_NNN.dcd of flashschnet-simulate or trajectory.dcd of "
-                     "flashschnet-martini); give a run directory those commands wrote")
-
-
 # -- the analysis --------------------------------------------------------------------------------------------
 
 def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[str], None] = print) -> Dict[str, object]:
     """Analyse a run directory and write the report; returns the ``report.json`` content (a dict)."""
     s = settings
     run_dir = os.path.abspath(s.run_dir)
-    kind, bead, paths = _find_run(run_dir)
+    rd = RunDir(run_dir)
+    kind, bead, paths = rd.kind, rd.bead, rd.trajectories
     out = os.path.abspath(s.out) if s.out else os.path.join(run_dir, "analysis")
     if s.stride < 1:
         raise InputError(f"--stride must be >= 1, got {s.stride}")
@@ -235,40 +102,33 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
                              "choose --replicas among those")
         paths = {r: paths[r] for r in wanted}
 
-    topo_path = os.path.join(run_dir, "topology.pdb")
-    if not os.path.isfile(topo_path):
-        raise InputError(f"{topo_path}: missing; the run directory needs the topology.pdb the run wrote")
-    topo = read_pdb_atoms(topo_path)
-    bb = backbone_beads(topo, bead)
+    topo_path = rd.topology_path
+    topo = rd.topology()
+    bb = rd.backbone()
     if len(bb) < 3:
         raise InputError(f"{topo_path}: {len(bb)} {bead} beads; the analysis needs one {bead} bead per residue "
-                         f"(at least 3) as {'flashschnet-simulate' if kind == 'flashschnet' else 'flashschnet-martini'} "
-                         "writes them")
+                         f"(at least 3) as {rd.command} writes them")
 
     # reference structure: the run's start, or the user's PDB
     notes: List[str] = []
     ref_path = os.path.abspath(s.reference) if s.reference else topo_path
-    ref_atoms = topo if not s.reference else read_pdb_atoms(ref_path)
-    ref_idx = backbone_beads(ref_atoms, bead)
+    ref_pdb = topo if not s.reference else read_pdb(ref_path)
+    ref_idx = backbone_beads(ref_pdb.topology, bead)
     ref_name = bead
     if len(ref_idx) == 0 and bead == "BB":
-        ref_idx, ref_name = backbone_beads(ref_atoms, "CA"), "CA"
+        ref_idx, ref_name = backbone_beads(ref_pdb.topology, "CA"), "CA"
         notes.append(f"the reference {os.path.basename(ref_path)} has no BB beads: its CA atoms stand in for them")
     if len(ref_idx) != len(bb):
         raise InputError(f"{ref_path}: {len(ref_idx)} {ref_name} atoms but the run has {len(bb)} residues ({bead} "
                          "beads); give the structure the run was started from")
-    ref = np.stack([ref_atoms[i]["xyz"] for i in ref_idx])
-    residues = [f"{topo[i]['resname']}{topo[i]['resid']}" for i in bb]
+    ref = pdb_positions(ref_pdb, ref_idx)
+    residues = [f"{res.name}{res.resSeq}" for res in (topo.topology.atom(int(i)).residue for i in bb)]
 
-    cfg = {}
-    run_json = os.path.join(run_dir, "run.json")
-    if os.path.isfile(run_json):
-        try:
-            with open(run_json) as f:
-                cfg = json.load(f)
-        except (OSError, ValueError) as exc:
-            notes.append(f"run.json is unreadable ({exc}); settings taken from the trajectory headers")
-            cfg = {}
+    try:
+        cfg = rd.run_json() or {}
+    except (OSError, ValueError) as exc:
+        notes.append(f"run.json is unreadable ({exc}); settings taken from the trajectory headers")
+        cfg = {}
     if s.temperature_K is not None:
         temperature, t_source = float(s.temperature_K), "--temperature"
     elif isinstance(cfg.get("temperature_K"), (int, float)):
@@ -281,34 +141,32 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
     # trajectories
     from tqdm.auto import tqdm
 
-    from .reporters import read_dcd
-
     pairs = native_contacts(ref, CONTACT_CUTOFF_NM, CONTACT_MIN_SEPARATION)
     per_replica, pooled = [], []
     for r, path in tqdm(list(paths.items()), desc="reading trajectories", unit="replica", disable=not progress,
                         leave=False):
-        info = dcd_info(path)
-        if info["atoms"] != len(topo):
-            raise InputError(f"{path}: {info['atoms']} atoms per frame but {topo_path} has {len(topo)}; they are not "
-                             "from the same run (analyse the directory the run wrote, unmodified)")
-        xyz = read_dcd(path)
+        info = rd.header(r)
+        if info.atoms != topo.n_atoms:
+            raise InputError(f"{path}: {info.atoms} atoms per frame but {topo_path} has {topo.n_atoms}; they are "
+                             "not from the same run (analyse the directory the run wrote, unmodified)")
+        xyz = rd.frames(r, bb)
         if len(xyz) == 0:
             raise InputError(f"{path}: no complete frame; the run wrote no trajectory frame yet (run more steps "
                              "than --report-interval, or analyse after it has written some)")
-        if len(xyz) < info["frames"]:
-            notes.append(f"{os.path.basename(path)}: the header announces {info['frames']} frames, {len(xyz)} are "
+        if len(xyz) < info.frames:
+            notes.append(f"{os.path.basename(path)}: the header announces {info.frames} frames, {len(xyz)} are "
                          "complete (a run cut short); the complete ones are used")
-        steps = info["first_step"] + info["interval"] * np.arange(len(xyz))
-        frames = xyz[::s.stride][:, bb]
+        steps = info.first_step + info.interval * np.arange(len(xyz))
+        frames = xyz[::s.stride]
         steps = steps[::s.stride]
-        dt_ps = float(cfg["dt_fs"]) * 1e-3 if isinstance(cfg.get("dt_fs"), (int, float)) else info["dt_ps"]
-        rmsd_t, aligned = kabsch_align(frames, ref)
+        dt_ps = float(cfg["dt_fs"]) * 1e-3 if isinstance(cfg.get("dt_fs"), (int, float)) else info.dt_ps
+        rmsd_t, _ = kabsch_align(frames, ref)
         rg_t = radius_of_gyration(frames)
         q_t = fraction_native_contacts(frames, ref, pairs)
         per_replica.append({
             "replica": r, "file": os.path.basename(path), "frames": len(frames), "step": steps,
             "time_ps": steps * dt_ps if dt_ps > 0 else np.full(len(steps), np.nan),
-            "rmsd_nm": rmsd_t, "rg_nm": rg_t, "q": q_t, "rmsf_nm": rmsf(aligned),
+            "rmsd_nm": rmsd_t, "rg_nm": rg_t, "q": q_t, "rmsf_nm": rmsf(frames, ref),
             "summary": {"frames": len(frames), "rmsd_mean_nm": float(rmsd_t.mean()), "rmsd_std_nm": float(rmsd_t.std()),
                         "final_rmsd_nm": float(rmsd_t[-1]), "rg_mean_nm": float(rg_t.mean()),
                         "rg_std_nm": float(rg_t.std()),
@@ -318,10 +176,8 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
     allframes = np.concatenate(pooled)
 
     # log.csv: energy and temperature traces
-    log_path = os.path.join(run_dir, "log.csv")
-    log = None
-    if os.path.isfile(log_path):
-        log = read_log(log_path, echo=lambda m: notes.append(m.removeprefix("note: ")))
+    log = rd.read_log(echo=lambda m: notes.append(m.removeprefix("note: ")))
+    if log is not None:
         for rec in per_replica:
             rows = log.get(rec["replica"])
             if rows is not None and len(rows["step"]):

@@ -15,8 +15,6 @@ Outputs: ``OUT/comparison.md`` (a Markdown table), ``OUT/comparison.json``, ``OU
 """
 from __future__ import annotations
 
-import csv
-import glob
 import json
 import math
 import os
@@ -27,7 +25,7 @@ import numpy as np
 
 from ..errors import InputError
 from .analysis import native_dssp, structure_metrics
-from .reporters import read_dcd
+from .rundir import RunDir, backbone_beads, pdb_positions, read_log, read_pdb
 
 MARTINI_DT_FS = 20.0
 FLASHSCHNET_DT_FS = 4.0
@@ -63,31 +61,13 @@ class CompareSettings:
         return interval * max(total // interval, 1), interval
 
 
-def _backbone(topology_pdb: str, name: str):
-    """Indices of the atoms called ``name`` in a PDB file (record order)."""
-    idx, i = [], 0
-    with open(topology_pdb) as f:
-        for line in f:
-            if line.startswith(("ATOM", "HETATM")):
-                if line[12:16].strip() == name:
-                    idx.append(i)
-                i += 1
-    return np.array(idx, dtype=int)
-
-
-def _pdb_positions_nm(path: str, name: str) -> np.ndarray:
-    rows = [l for l in open(path) if l.startswith(("ATOM", "HETATM")) and l[12:16].strip() == name]
-    return np.array([[float(l[30:38]), float(l[38:46]), float(l[46:54])] for l in rows]) / 10.0
-
-
-def log_speed(log_csv: str, dt_fs: float) -> Dict[str, float]:
+def log_speed(log_csv: str, dt_fs: float, echo: Callable[[str], None] = print) -> Dict[str, float]:
     """Speed of a run from its ``log.csv``: simulated ns over wall-clock days summed over the report intervals
     (rows of replica 0; each row's ns_per_day covers the interval before it)."""
-    with open(log_csv, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["replica"] == "0"]
+    rows = read_log(log_csv, echo, extra=("ns_per_day",)).get(0, {"step": [], "ns_per_day": []})
     ns, days, last = 0.0, 0.0, 0
-    for r in rows:
-        step, speed = int(r["step"]), float(r["ns_per_day"])
+    for step, speed in zip(rows["step"], rows["ns_per_day"]):
+        step, speed = int(step), float(speed)
         span = (step - last) * dt_fs * 1e-6
         last = step
         if np.isfinite(speed) and speed > 0:
@@ -97,31 +77,27 @@ def log_speed(log_csv: str, dt_fs: float) -> Dict[str, float]:
 
 
 def analyse_martini(run_dir: str) -> Dict[str, object]:
-    topo = os.path.join(run_dir, "topology.pdb")
-    bb = _backbone(topo, "BB")
-    native = _pdb_positions_nm(os.path.join(run_dir, "system", "cg.pdb"), "BB")
-    frames = read_dcd(os.path.join(run_dir, "trajectory.dcd"), bb)
-    with open(os.path.join(run_dir, "run.json")) as f:
-        cfg = json.load(f)
-    n = sum(1 for l in open(topo) if l.startswith(("ATOM", "HETATM")))
-    protein = sum(1 for l in open(os.path.join(run_dir, "system", "cg.pdb")) if l.startswith(("ATOM", "HETATM")))
-    return {"frames": frames[None], "native": native, "dt_fs": cfg["dt_fs"], "interval": cfg["report_interval"],
-            "replicas": 1, "particles": n, "protein_beads": protein, "salt_molar": cfg["salt_molar"],
-            "speed": log_speed(os.path.join(run_dir, "log.csv"), cfg["dt_fs"])}
+    """The MARTINI run: BB frames against martinize2's mapping of the PDB (``system/cg.pdb``)."""
+    rd = RunDir(run_dir)
+    cg = read_pdb(rd.file(os.path.join("system", "cg.pdb")))
+    native = pdb_positions(cg, backbone_beads(cg.topology, "BB"))
+    cfg = rd.run_json()
+    return {"frames": rd.frames(0, rd.backbone())[None], "native": native, "dt_fs": cfg["dt_fs"],
+            "interval": cfg["report_interval"], "replicas": 1, "particles": rd.topology().n_atoms,
+            "protein_beads": cg.n_atoms, "salt_molar": cfg["salt_molar"],
+            "speed": log_speed(rd.log_path, cfg["dt_fs"])}
 
 
 def analyse_flashschnet(run_dir: str) -> Dict[str, object]:
-    topo = os.path.join(run_dir, "topology.pdb")
-    ca = _backbone(topo, "CA")
-    native = _pdb_positions_nm(topo, "CA")
-    paths = sorted(glob.glob(os.path.join(run_dir, "replica_*.dcd")))
-    frames = np.stack([read_dcd(p, ca) for p in paths])           # [R, T, N, 3]
-    with open(os.path.join(run_dir, "run.json")) as f:
-        cfg = json.load(f)
-    n = sum(1 for l in open(topo) if l.startswith(("ATOM", "HETATM")))
-    return {"frames": frames, "native": native, "dt_fs": cfg["dt_fs"], "interval": cfg["report_interval"],
-            "replicas": len(paths), "particles": n, "protein_beads": n,
-            "speed": log_speed(os.path.join(run_dir, "log.csv"), cfg["dt_fs"])}
+    """The FlashSchNet run: CA frames of every replica against the CG topology's native positions."""
+    rd = RunDir(run_dir)
+    ca = rd.backbone()
+    frames = np.stack([rd.frames(r, ca) for r in rd.trajectories])           # [R, T, N, 3]
+    cfg = rd.run_json()
+    n = rd.topology().n_atoms
+    return {"frames": frames, "native": pdb_positions(rd.topology(), ca), "dt_fs": cfg["dt_fs"],
+            "interval": cfg["report_interval"], "replicas": len(rd.trajectories), "particles": n,
+            "protein_beads": n, "speed": log_speed(rd.log_path, cfg["dt_fs"])}
 
 
 def summarise(run: Dict[str, object], ss: Optional[str] = None) -> Dict[str, object]:

@@ -12,13 +12,15 @@ uses only built-in ops.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 import torch
 from torch import nn
 
 import openmm  # noqa: F401  (import order: torch first, then openmm/openmmtorch)
 
+from ..loaded import as_loaded
+from ..names import NETWORK_FORCES
 from .units import conversion_factors
 
 if TYPE_CHECKING:  # openmm-torch is imported lazily (see create_torch_force)
@@ -30,8 +32,8 @@ class OpenMMNetwork(nn.Module):
 
     Parameters
     ----------
-    model : CGSchNet
-        The network, in the dtype it should run in (float32 or float64).
+    model : LoadedModel or CGSchNet
+        The network (a LoadedModel's ``network``), in the dtype it should run in (float32 or float64).
     bead_types : Tensor, [N], int64
         Bead types of one replica.
     replicas : int
@@ -40,6 +42,7 @@ class OpenMMNetwork(nn.Module):
 
     def __init__(self, model: nn.Module, bead_types: torch.Tensor, replicas: int = 1):
         super().__init__()
+        model = as_loaded(model).network
         length_to_nm, energy_to_kj = conversion_factors(model.units)
         self.model = model
         self.register_buffer("bead_types", torch.as_tensor(bead_types, dtype=torch.long).clone())
@@ -58,10 +61,10 @@ class OpenMMNetwork(nn.Module):
 
     @torch.jit.export
     def replica_energies(self, positions: torch.Tensor) -> torch.Tensor:
-        """Per-replica network energies [R] in kJ/mol for positions [R*N, 3] in nm."""
+        """Per-replica network energies [R] in kJ/mol (float64) for positions [R*N, 3] in nm."""
         pos = positions.to(self.dtype).reshape(self.replicas, self.n_beads, 3) * self.nm_to_model
         energy, _ = self.model.energy_forces(pos, self.bead_types)
-        return energy * self.energy_to_kj
+        return energy.to(torch.float64) * self.energy_to_kj
 
 
 def network_module(model, bead_types, replicas: int = 1) -> torch.jit.ScriptModule:
@@ -97,12 +100,15 @@ def create_torch_force(module: torch.jit.ScriptModule, force_group: int = 0) -> 
     return force
 
 
-def create_python_force(model, bead_types, replicas: int = 1, force_group: int = 0) -> "openmm.PythonForce":
+def create_python_force(model, bead_types, replicas: int = 1, force_group: int = 0,
+                        module: Optional["OpenMMNetwork"] = None) -> "openmm.PythonForce":
     """The network as an ``openmm.PythonForce`` (no openmm-torch needed; e.g. with a PyTorch that
     openmm-torch does not support). Each evaluation copies positions and forces between OpenMM and PyTorch
-    in Python, so it is slower than a TorchForce for small systems; the numbers are the same."""
-    module = OpenMMNetwork(model, bead_types, replicas)
-    device = next(model.parameters()).device
+    in Python, so it is slower than a TorchForce for small systems; the numbers are the same. ``module``: a
+    ready (eager) :class:`OpenMMNetwork` to run, made for the same replicas (default: one for ``model``)."""
+    if module is None:
+        module = OpenMMNetwork(model, bead_types, replicas)
+    device = next(module.model.parameters()).device
     nm = openmm.unit.nanometer
 
     def compute(state):
@@ -114,9 +120,6 @@ def create_python_force(model, bead_types, replicas: int = 1, force_group: int =
     force.setForceGroup(force_group)
     force.setName("CGSchNet")
     return force
-
-
-NETWORK_FORCES = ("torch", "python")
 
 
 def add_network_force(system, model, bead_types, replicas: int = 1, force_group: int = 0, kind: str = "torch"):

@@ -69,7 +69,7 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
                              "examples/trpcage_trained.pt, or an mlcg file converted with flashschnet-convert)")
         if precision not in ("single", "double"):
             raise InputError(f"MLPotential({name!r}): precision must be 'single' or 'double', got {precision!r}")
-        from flashschnet.nn.quant import variant
+        from flashschnet.transforms import variant
 
         variant(quantize)   # raises InputError naming the known variants
         self.name, self.model_path = name, modelPath
@@ -84,7 +84,7 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
 
         from flashschnet.checkpoint import load_model
         from flashschnet.errors import InputError
-        from flashschnet.nn.quant import apply_variant
+        from flashschnet.transforms import apply_variant
 
         from .system import add_model_forces
         from .topology import cg_molecule_from_topology

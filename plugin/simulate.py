@@ -42,13 +42,14 @@ import torch
 from ..checkpoint import load_model
 from ..cg.mapping import map_pdb
 from ..errors import InputError, SimulationInstabilityError
-from ..nn.quant import apply_variant, describe, variant
+from ..transforms import apply_variant, describe, variant
 from ..limits import check_replicas
 from .runner import (check_run_settings, checkpoint_hint, freeze_replicas, integrate, make_run_dir, ns_per_day,
                      open_run_dir, run_dir, write_run_json)
+from .dcd import truncate_dcd
 from .reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter,
-                        read_checkpoint, truncate_csv, truncate_dcd)
-from .system import build_system, model_priors, replica_positions_nm
+                        read_checkpoint, truncate_csv)
+from .system import build_system, replica_positions_nm
 from .topology import cg_topology, write_cg_pdb
 from .units import conversion_factors
 
@@ -185,7 +186,7 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     check_replicas(s.replicas, mol.n_beads)      # before anything of size R is allocated
     for note in mol.notes:
         echo(f"note: {note}")
-    priors = _load_priors(s.priors) if s.priors else model_priors(model, mol)
+    priors = _load_priors(s.priors) if s.priors else model.priors_for(mol)
     if priors is None:
         echo("note: the model has no priors; running the network alone (no bonds hold the chain together "
              "unless the network was trained without priors)")

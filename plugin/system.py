@@ -16,6 +16,7 @@ import openmm
 import torch
 
 from ..errors import InputError
+from ..loaded import as_loaded
 from .force import create_python_force, create_torch_force, network_module
 from .units import conversion_factors
 
@@ -27,23 +28,11 @@ _USE_MODEL_PRIORS = "model"
 
 
 def _resolve_priors(model, priors, mol=None):
+    """``priors`` as given, or (``"model"``) the priors the model brings for ``mol``
+    (:meth:`LoadedModel.priors_for`; none for a bare network or no model)."""
     if isinstance(priors, str) and priors == _USE_MODEL_PRIORS:
-        return model_priors(model, mol)
+        return None if model is None else model.priors_for(mol)
     return priors
-
-
-def model_priors(model, mol=None):
-    """The priors ``model`` brings for ``mol``: its per-tuple PriorSet, else its type-indexed tables (a converted
-    transferable mlcg model) applied to ``mol``, else None."""
-    if model is None:
-        return None
-    if getattr(model, "priors", None) is not None:
-        return model.priors
-    if getattr(model, "prior_tables", None) and mol is not None:
-        from flashschnet.convert import priors_for_molecule
-
-        return priors_for_molecule(model.prior_tables, mol, getattr(model, "source_path", "the model"))
-    return None
 
 
 def check_compatible(mol, model) -> None:
@@ -65,16 +54,18 @@ def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, m
     ----------
     mol : flashschnet.cg.CGMolecule
         The CG molecule (bead types, masses in amu).
-    model : CGSchNet or None
-        The network; None builds a priors-only System.
+    model : LoadedModel, CGSchNet or None
+        The model (:func:`flashschnet.load_model`; a bare CGSchNet brings no priors); None builds a priors-only
+        System.
     replicas : int
         Number of packed, non-interacting copies.
     priors : PriorSet, None, or "model"
         Prior terms to add as native OpenMM forces; ``"model"`` (default) takes the model's
-        (:func:`model_priors`: ``model.priors``, or its type tables applied to ``mol``).
-    module : ScriptModule, optional
-        A ready :func:`~flashschnet.openmm.force.network_module` to reuse (it must be made for the same
-        number of replicas).
+        (:meth:`LoadedModel.priors_for`: its priors, or its type tables applied to ``mol``).
+    module : ScriptModule or OpenMMNetwork, optional
+        A ready network module to run (it must be made for the same number of replicas):
+        :func:`~flashschnet.openmm.force.network_module` for ``network_force="torch"``, an eager
+        :class:`~flashschnet.openmm.force.OpenMMNetwork` for ``"python"``.
     network_force : str
         ``"torch"`` (an openmm-torch TorchForce, default) or ``"python"`` (an ``openmm.PythonForce``).
 
@@ -102,11 +93,12 @@ def add_model_forces(system: openmm.System, mol, model=None, replicas: int = 1, 
 
     Parameters are those of :func:`build_system`; ``network_group`` / ``prior_group`` are the force groups.
     """
+    model = None if model is None else as_loaded(model)
     if model is not None:
         check_compatible(mol, model)
         types = torch.as_tensor(mol.bead_types, dtype=torch.long)
         if network_force == "python":
-            system.addForce(create_python_force(model, types, replicas, network_group))
+            system.addForce(create_python_force(model, types, replicas, network_group, module=module))
         else:
             if module is None:
                 module = network_module(model, types, replicas)
@@ -123,6 +115,7 @@ def add_model_forces(system: openmm.System, mol, model=None, replicas: int = 1, 
 
 def build_replica_systems(mol, model, replicas: int, priors=_USE_MODEL_PRIORS) -> List[openmm.System]:
     """R one-replica Systems sharing one scripted network module (one model, R Contexts)."""
+    model = as_loaded(model)
     check_compatible(mol, model)
     module = network_module(model, torch.as_tensor(mol.bead_types, dtype=torch.long), 1)
     return [build_system(mol, model, 1, priors=priors, module=module) for _ in range(replicas)]

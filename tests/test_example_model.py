@@ -10,7 +10,7 @@ from conftest import EXAMPLES
 from flashschnet.cg import map_pdb
 from flashschnet.checkpoint import load_model
 from flashschnet.openmm.analysis import kabsch_align
-from flashschnet.openmm.reporters import read_dcd
+from flashschnet.openmm.dcd import read_dcd
 from flashschnet.scripts.simulate import main as simulate
 
 MODEL = EXAMPLES / "trpcage_trained.pt"

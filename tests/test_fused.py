@@ -8,8 +8,10 @@ import torch
 from conftest import EXAMPLES, assert_forces_match_finite_differences, oracle_path, rel_error
 from flashschnet import load_model, map_pdb
 from flashschnet.neighbors import NeighborListOverflow, VerletList, pair_list, tile_pairs, tile_pairs_fixed
-from flashschnet.nn.fused import TorchPairEngine, energy_forces_fused, unpack
-from flashschnet.ops.fused import clear_engine_cache
+from flashschnet.fused import clear_engine_cache
+from flashschnet.fused.driver import energy_forces_fused
+from flashschnet.fused.layout import unpack
+from flashschnet.fused.torch_engine import TorchPairEngine
 
 
 @pytest.mark.parametrize("dtype, tol_e, tol_f", [(torch.float64, 1e-10, 1e-10), (torch.float32, 1e-5, 1e-4)])
@@ -23,7 +25,7 @@ def test_torch_backend_matches_mlcg_oracle(fixture_a, dtype, tol_e, tol_f):
 
 
 def test_torch_backend_through_torchscript(fixture_a):
-    m = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="torch")
+    m = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="torch").network
     s = torch.jit.script(m)
     e1, f1 = m.energy_forces(fixture_a["positions_A"], fixture_a["bead_types"])
     e2, f2 = s.energy_forces(fixture_a["positions_A"], fixture_a["bead_types"])
@@ -77,7 +79,7 @@ def test_bitwise_deterministic(fixture_a):
 def test_verlet_skin_reuses_and_rebuilds(fixture_a):
     ref = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="reference")
     model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="torch")
-    weights, basis, filters = unpack(model)
+    weights, basis, filters = unpack(model.network)
     eng = TorchPairEngine(basis, filters, skin=2.0, chunk=97)
     types = fixture_a["bead_types"]
     pos = fixture_a["positions_A"][:2].clone()
@@ -96,7 +98,7 @@ def test_verlet_skin_reuses_and_rebuilds(fixture_a):
 
 def test_chunk_size_does_not_change_results(fixture_a):
     model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="torch")
-    weights, basis, filters = unpack(model)
+    weights, basis, filters = unpack(model.network)
     pos, types = fixture_a["positions_A"], fixture_a["bead_types"]
     out = [energy_forces_fused(weights, pos, types, TorchPairEngine(basis, filters, chunk=c)) for c in (7, 128, 100000)]
     for e, f in out[1:]:

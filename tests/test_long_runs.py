@@ -31,8 +31,8 @@ import pytest
 
 from conftest import EXAMPLES, ROOT, platforms
 from flashschnet.errors import InputError
-from flashschnet.openmm.reporters import (CHECKPOINT_MAGIC, HealthReporter, ReplicaDCDReporter, read_checkpoint,
-                                          read_dcd, truncate_dcd)
+from flashschnet.openmm.dcd import read_dcd, truncate_dcd
+from flashschnet.openmm.reporters import CHECKPOINT_MAGIC, HealthReporter, ReplicaDCDReporter, read_checkpoint
 from flashschnet.scripts.simulate import main
 
 PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
@@ -132,10 +132,12 @@ def test_forces_do_not_depend_on_the_verlet_list_history():
 
     from flashschnet.checkpoint import load_model
     from flashschnet.cg import map_pdb
-    from flashschnet.nn.fused import TorchPairEngine, energy_forces_fused, unpack
+    from flashschnet.fused.driver import energy_forces_fused
+    from flashschnet.fused.layout import unpack
+    from flashschnet.fused.torch_engine import TorchPairEngine
 
     model = load_model(PLACEHOLDER, backend="torch")
-    weights, basis, filters = unpack(model)
+    weights, basis, filters = unpack(model.network)
     mol = map_pdb(PDB, mapping="5bead")
     types = torch.as_tensor(mol.bead_types)
     pos = torch.as_tensor(mol.positions, dtype=torch.float32)[None].repeat(2, 1, 1)
@@ -239,10 +241,10 @@ def test_dcd_header_never_counts_a_frame_that_is_not_complete(tmp_path):
     path = tmp_path / "a.dcd"
     rep = ReplicaDCDReporter([str(path)], 5, top, 0.004, first_step=5)
     rep.report(None, _state(6, 1))
-    rep._files[0] = _DiesAtHeaderUpdate(rep._files[0])
+    rep._writers[0].file = _DiesAtHeaderUpdate(rep._writers[0].file)
     with pytest.raises(KeyboardInterrupt):
         rep.report(None, _state(6, 2))
-    rep._files[0]._f.close()
+    rep._writers[0].file._f.close()
     assert len(read_dcd(str(path))) == 1
     with open(tmp_path / "top.pdb", "w") as fh:
         app.PDBFile.writeFile(top, _state(6, 1).getPositions(), fh)

@@ -15,7 +15,7 @@ import pytest
 from conftest import EXAMPLES, SHARED
 from flashschnet.openmm.martini import build_system, read_gro, read_topology
 from flashschnet.openmm.martini.prepare import FORCEFIELD_FILES, prepare_system
-from flashschnet.openmm.reporters import read_dcd
+from flashschnet.openmm.dcd import read_dcd
 from flashschnet.scripts.martini import main
 
 M3 = SHARED / "martini" / "m3"

@@ -12,15 +12,15 @@ from flashschnet import load_model
 from flashschnet.checkpoint import read_model_file, save_checkpoint
 from flashschnet.errors import InputError
 from flashschnet.nn.schnet import CGSchNet
-from flashschnet.ops import resolve_backend
+from flashschnet.backends import resolve_backend
 
 
 
 
 @pytest.fixture(scope="module")
 def model64():
-    """The reference (mlcg-style autograd) backend: the tests here check it against mlcg itself."""
-    return load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="reference")
+    """The network with the reference (mlcg-style autograd) backend: the tests here check it against mlcg itself."""
+    return load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="reference").network
 
 
 

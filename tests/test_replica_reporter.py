@@ -149,7 +149,7 @@ def test_periodic_box_follows_the_barostat(tmp_path):
     assert abs(boxes[0, 2, 0]) > 0.1          # triclinic: angles are checked too
     _check_files(tmp_path, "lj", rec, 2, 20, top, periodic=True)
     # the DCD unit cell is also what our own DCD reader skips correctly
-    from flashschnet.openmm.reporters import read_dcd
+    from flashschnet.openmm.dcd import read_dcd
 
     xyz = read_dcd(str(tmp_path / "lj_001.dcd"))
     assert np.abs(xyz - np.stack([f["xyz"][20:] for f in rec.frames])).max() < 1e-5

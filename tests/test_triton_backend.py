@@ -9,8 +9,9 @@ import torch
 
 from conftest import assert_forces_match_finite_differences, oracle_path, rel_error, torchforce_energy_forces
 from flashschnet import load_model
-from flashschnet.nn.fused import energy_forces_fused, unpack
-from flashschnet.ops.triton_engine import TritonTileEngine
+from flashschnet.fused.driver import energy_forces_fused
+from flashschnet.fused.layout import unpack
+from flashschnet.fused.triton_engine import TritonTileEngine
 
 pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
 
@@ -44,7 +45,7 @@ def test_forces_match_finite_differences(fixture_a):
 
 def test_deterministic_and_skin_reuse(fixture_a):
     model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float32, backend="triton")
-    weights, basis, filters = unpack(model)
+    weights, basis, filters = unpack(model.network)
     eng = TritonTileEngine(basis, filters, skin=2.0, block=8)
     pos = fixture_a["positions_A"][:2].float()
     types = fixture_a["bead_types"]
@@ -59,7 +60,7 @@ def test_torchscript_and_torchforce_call_the_custom_op(fixture_a):
     model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="triton")
     types = fixture_a["bead_types"]
     pos = fixture_a["positions_A"][:2]
-    scripted = torch.jit.script(model)
+    scripted = torch.jit.script(model.network)
     e, f = scripted.energy_forces(pos, types)
     assert rel_error(f, fixture_a["forces_kcal_mol_A"][:2]) < 1e-10
     energy, forces = torchforce_energy_forces(model, pos, types)
@@ -70,7 +71,7 @@ def test_torchscript_and_torchforce_call_the_custom_op(fixture_a):
 def test_device_side_rebuild_mode_gives_the_same_numbers(fixture_a):
     """rebuild="always" (fixed-capacity list rebuilt every call, no host sync: CUDA-graph friendly)."""
     model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="triton")
-    weights, basis, filters = unpack(model)
+    weights, basis, filters = unpack(model.network)
     pos = fixture_a["positions_A"][:2]
     types = fixture_a["bead_types"]
     e1, f1 = energy_forces_fused(weights, pos, types, TritonTileEngine(basis, filters, block=8, rebuild="skin"))

@@ -1,16 +1,20 @@
-"""PDB -> coarse-grained molecule.
+"""PDB -> coarse-grained molecule: the 5-bead (N, CA, CB, C, O) and CA-only mappings of mlcg.
 
-A small fixed-column PDB reader (ATOM/HETATM/MODEL/ENDMDL/TER/END records) and the 5-bead (N, CA, CB, C, O)
-and CA-only mappings of mlcg. Every problem with the input is an :class:`~flashschnet.errors.InputError`
-with a one-line message naming the file, the residue or atom at fault and what to do; things that are
-ignored or chosen on the user's behalf are one-line notes in :attr:`CGMolecule.notes`.
+:func:`map_pdb` (a file), :func:`map_pdb_text` (its text) and :func:`map_residues` (residues in memory, e.g.
+from an OpenMM Topology) build a :class:`~flashschnet.cg.molecule.CGMolecule`: beads on the mapped atoms
+(positions in Angstrom, masses in amu, mlcg bead types), connected chains (TER records, chain changes and
+over-long peptide bonds break them), CG bonds within chains, and a C-terminal O bead placed by ideal geometry
+when the file lacks it. The PDB text is read by :mod:`flashschnet.cg.pdb`.
+
+Every problem with the input is an :class:`~flashschnet.errors.InputError` with a one-line message naming
+the file, the residue or atom at fault and what to do; things that are ignored or chosen on the user's behalf
+are one-line notes in :attr:`CGMolecule.notes`.
 """
 from __future__ import annotations
 
 import math
 import os
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
@@ -19,8 +23,9 @@ import numpy as np
 from ..errors import InputError
 from . import tables
 from .molecule import CGMolecule, CGResidue
+from .pdb import MAX_COORDINATE, Atom, ParsedPDB, RawResidue, decode_pdb, parse_pdb, read_pdb_file, select_atoms
 
-__all__ = ["map_pdb", "map_pdb_text", "available_mappings", "one_letter_code"]
+__all__ = ["map_pdb", "map_pdb_text", "map_residues", "available_mappings", "one_letter_code"]
 
 
 def available_mappings() -> Tuple[str, ...]:
@@ -48,203 +53,11 @@ def _accepted_names_text() -> str:
     return ("the 20 standard amino acids, " + ", ".join(sorted(tables.RESIDUE_ALIASES))
             + " and Amber terminal names such as NALA/CALA")
 
-
-# ----------------------------------------------------------------------------------------------------
-# Parsing
-# ----------------------------------------------------------------------------------------------------
-
-@dataclass
-class _Atom:
-    name: str
-    altloc: str
-    occupancy: float
-    xyz: Tuple[float, float, float]
-    element: str
-    lineno: int
-
-
-@dataclass
-class _RawResidue:
-    record: str          # "ATOM" or "HETATM" (of its first atom)
-    chain: str
-    resseq: int
-    icode: str
-    resname: str
-    after_ter: bool      # a TER record came between the previous residue and this one
-    atoms: List[_Atom] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        chain = self.chain.strip() or "-"
-        return f"{self.resname} {self.resseq}{self.icode} (chain {chain})"
-
-
-def _read_text(path: Path) -> str:
-    src = str(path)
-    if not path.exists():
-        raise InputError(f"{src}: file does not exist; check the path")
-    if path.is_dir():
-        raise InputError(f"{src}: is a directory, not a PDB file; give the path of a .pdb file")
-    data = path.read_bytes()
-    return _decode(data, src)
-
-
-def _decode(data: bytes, src: str) -> str:
-    if not data.strip():
-        raise InputError(f"{src}: file is empty, not a PDB file; give a PDB file with ATOM records")
-    if b"\x00" in data:
-        raise InputError(f"{src}: is a binary file, not a PDB file; give a text PDB file with ATOM records")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")
-        # Mostly non-printable bytes: junk, not a PDB file with a stray accent in a REMARK.
-        bad = sum(1 for ch in text if ord(ch) < 32 and ch not in "\r\n\t" or 127 <= ord(ch) < 160)
-        if bad > 0.01 * len(text):
-            raise InputError(f"{src}: is a binary file, not a PDB file; give a text PDB file with ATOM records")
-        return text
-
-
-#: the largest |coordinate| (Angstrom) a PDB record's %8.3f field can hold
-MAX_COORDINATE = 9999.999
-
-
-def _parse_float(line: str, a: int, b: int, what: str, lineno: int, src: str) -> float:
-    field_text = line[a:b].strip()
-    try:
-        return float(field_text)
-    except ValueError:
-        raise InputError(f"{src}: line {lineno}: cannot read the {what} coordinate {field_text!r} "
-                         f"(columns {a + 1}-{b}); fix the fixed-column ATOM/HETATM record") from None
-
-
-def _is_hydrogen(name: str, element: str) -> bool:
-    if element:
-        return element.upper() in tables.HYDROGEN_ELEMENTS
-    stripped = name.lstrip("0123456789")
-    return stripped.upper().startswith("H")
-
-
-@dataclass
-class _Parsed:
-    residues: List[_RawResidue]
-    n_models: int
-
-
-def _parse(text: str, src: str) -> _Parsed:
-    residues: List[_RawResidue] = []
-    n_models = 0
-    in_first_model = True     # before any MODEL record, or inside the first one
-    done = False
-    saw_atom = False
-    pending_ter = False
-    current: Optional[_RawResidue] = None
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        rec = raw[:6].strip().upper()
-        if rec == "MODEL":
-            n_models += 1
-            in_first_model = n_models == 1
-            continue
-        if rec == "ENDMDL":
-            if n_models >= 1:
-                in_first_model = False
-            continue
-        if rec not in ("ATOM", "HETATM", "TER", "END"):
-            continue
-        if rec == "END":
-            if saw_atom:
-                done = True
-            continue
-        if done or not in_first_model:
-            continue
-        if rec == "TER":
-            pending_ter = True
-            current = None
-            continue
-        saw_atom = True
-        line = raw.rstrip("\r\n")
-        name = line[12:16].strip()
-        altloc = line[16:17].strip()
-        resname = line[17:21].strip().upper()
-        chain = line[21:22] if len(line) > 21 else " "
-        resseq_text = line[22:26].strip()
-        icode = line[26:27].strip()
-        try:
-            resseq = int(resseq_text)
-        except ValueError:
-            try:  # hybrid-36 / hexadecimal numbering of huge systems
-                resseq = int(resseq_text, 16) if resseq_text else 0
-            except ValueError:
-                raise InputError(f"{src}: line {lineno}: cannot read the residue number {resseq_text!r} "
-                                 f"(columns 23-26) of atom {name} {resname}; fix the record") from None
-        x = _parse_float(line, 30, 38, "x", lineno, src)
-        y = _parse_float(line, 38, 46, "y", lineno, src)
-        z = _parse_float(line, 46, 54, "z", lineno, src)
-        occ_text = line[54:60].strip()
-        try:
-            occupancy = float(occ_text) if occ_text else 1.0
-        except ValueError:
-            occupancy = 1.0
-        element = line[76:78].strip() if len(line) > 76 else ""
-        atom = _Atom(name=name, altloc=altloc, occupancy=occupancy, xyz=(x, y, z),
-                     element=element, lineno=lineno)
-        if (current is None or current.chain != chain or current.resseq != resseq
-                or current.icode != icode or (current.resname != resname and not altloc)):
-            current = _RawResidue(record=rec, chain=chain, resseq=resseq, icode=icode, resname=resname,
-                                  after_ter=pending_ter)
-            pending_ter = False
-            residues.append(current)
-        current.atoms.append(atom)
-    if not saw_atom:
-        raise InputError(f"{src}: not a PDB file (no ATOM or HETATM records); give a PDB file of a protein")
-    return _Parsed(residues=residues, n_models=n_models)
-
-
-# ----------------------------------------------------------------------------------------------------
-# Mapping
-# ----------------------------------------------------------------------------------------------------
-
-def _select_atoms(res: _RawResidue, src: str) -> Tuple[Dict[str, _Atom], int]:
-    """Heavy atoms of a protein residue by name, alternate locations resolved.
-
-    Returns (atoms by name, number of atoms that had alternate locations)."""
-    by_name: Dict[str, List[_Atom]] = {}
-    for atom in res.atoms:
-        if atom.name in tables.IGNORED_ATOMS or _is_hydrogen(atom.name, atom.element):
-            continue
-        by_name.setdefault(atom.name, []).append(atom)
-    chosen: Dict[str, _Atom] = {}
-    n_alt = 0
-    for name, cands in by_name.items():
-        if len(cands) > 1:
-            locs = [a.altloc for a in cands]
-            if len(set(locs)) != len(locs) or not any(locs):
-                dup = Counter(locs).most_common(1)[0][0]
-                where = f"altLoc {dup!r}" if dup else "no alternate location"
-                raise InputError(
-                    f"{src}: residue {res.label} has atom {name} twice ({where}, lines "
-                    f"{cands[0].lineno} and {cands[1].lineno}); remove the duplicate or give the "
-                    f"copies distinct altLoc labels")
-        if any(a.altloc for a in cands):
-            n_alt += 1
-        best = cands[0]
-        for a in cands[1:]:
-            if a.occupancy > best.occupancy:
-                best = a
-        chosen[name] = best
-    if "O" not in chosen:
-        for alias in tables.TERMINAL_O_ALIASES:
-            if alias in chosen:
-                chosen["O"] = chosen[alias]
-                break
-    return chosen, n_alt
-
-
 def _format_counts(counter: Counter) -> str:
     return ", ".join(f"{name} x{n}" for name, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _missing_atoms_error(res: _RawResidue, missing: List[str], mapping: str, src: str) -> InputError:
+def _missing_atoms_error(res: RawResidue, missing: List[str], mapping: str, src: str) -> InputError:
     needed = tables.MAPPINGS[mapping]
     if len(missing) == 1:
         what = f"no {missing[0]} atom"
@@ -311,8 +124,8 @@ def map_pdb_text(text: str, source: str = "<string>", mapping: str = "5bead") ->
         raise InputError(f"{src}: unknown mapping {mapping!r}; valid mappings are "
                          + ", ".join(repr(m) for m in tables.MAPPINGS))
     if isinstance(text, bytes):
-        text = _decode(text, src)
-    parsed = _parse(text, src)
+        text = decode_pdb(text, src)
+    parsed = parse_pdb(text, src)
     return _build(parsed, src, key)
 
 
@@ -345,7 +158,7 @@ def map_pdb(path: Union[str, os.PathLike], mapping: str = "5bead") -> CGMolecule
     if key not in tables.MAPPINGS:
         raise InputError(f"{p}: unknown mapping {mapping!r}; valid mappings are "
                          + ", ".join(repr(m) for m in tables.MAPPINGS))
-    text = _read_text(p)
+    text = read_pdb_file(p)
     return map_pdb_text(text, source=str(p), mapping=key)
 
 
@@ -375,27 +188,27 @@ def map_residues(residues: Sequence[Tuple[str, int, str, str, bool, Sequence[Tup
     if key not in tables.MAPPINGS:
         raise InputError(f"{source}: unknown mapping {mapping!r}; valid mappings are "
                          + ", ".join(repr(m) for m in tables.MAPPINGS))
-    raw: List[_RawResidue] = []
+    raw: List[RawResidue] = []
     for chain, resseq, icode, resname, new_chain, atoms in residues:
-        res = _RawResidue(record="ATOM", chain=chain or " ", resseq=int(resseq), icode=icode or "",
+        res = RawResidue(record="ATOM", chain=chain or " ", resseq=int(resseq), icode=icode or "",
                           resname=str(resname).strip().upper(), after_ter=bool(new_chain))
         for k, (name, element, xyz) in enumerate(atoms):
-            res.atoms.append(_Atom(name=str(name).strip(), altloc="", occupancy=1.0,
+            res.atoms.append(Atom(name=str(name).strip(), altloc="", occupancy=1.0,
                                    xyz=tuple(float(v) for v in xyz), element=element or "", lineno=0))
         raw.append(res)
     if not raw:
         raise InputError(f"{source}: no residues; give a protein")
-    return _build(_Parsed(residues=raw, n_models=1), str(source), key, geometry=geometry)
+    return _build(ParsedPDB(residues=raw, n_models=1), str(source), key, geometry=geometry)
 
 
-def _build(parsed: _Parsed, src: str, mapping: str, geometry: bool = True) -> CGMolecule:
+def _build(parsed: ParsedPDB, src: str, mapping: str, geometry: bool = True) -> CGMolecule:
     notes: List[str] = []
     if parsed.n_models > 1:
         notes.append(f"{src}: {parsed.n_models} models found; using the first (MODEL 1) only")
 
     ignored = Counter()
     noted_alias: Dict[str, List[str]] = {}
-    protein: List[Tuple[_RawResidue, str, Dict[str, _Atom]]] = []
+    protein: List[Tuple[RawResidue, str, Dict[str, Atom]]] = []
     n_alt_atoms = 0
     found = Counter()
     for res in parsed.residues:
@@ -418,7 +231,7 @@ def _build(parsed: _Parsed, src: str, mapping: str, geometry: bool = True) -> CG
             raise InputError(
                 f"{src}: unknown residue {res.label} in an ATOM record (line {res.atoms[0].lineno}); "
                 f"accepted are {_accepted_names_text()}; rename or remove it")
-        atoms, n_alt = _select_atoms(res, src)
+        atoms, n_alt = select_atoms(res, src)
         n_alt_atoms += n_alt
         for a in atoms.values():
             if not all(math.isfinite(v) for v in a.xyz):
@@ -492,7 +305,7 @@ def _build(parsed: _Parsed, src: str, mapping: str, geometry: bool = True) -> CG
                 dihedral = _dihedral(pat["N"].xyz, pat["CA"].xyz, pat["C"].xyz, pat["O"].xyz)
         xyz = _place_atom(atoms["N"].xyz, atoms["CA"].xyz, atoms["C"].xyz, tables.CO_BOND_LENGTH,
                           math.radians(tables.CA_C_O_ANGLE), dihedral)
-        atoms["O"] = _Atom(name="O", altloc="", occupancy=0.0, xyz=xyz, element="O", lineno=0)
+        atoms["O"] = Atom(name="O", altloc="", occupancy=0.0, xyz=xyz, element="O", lineno=0)
         notes.append(f"{src}: C-terminal residue {res.label} has no O atom; placed its O bead by ideal "
                      f"geometry (C=O {tables.CO_BOND_LENGTH} A, CA-C-O {tables.CA_C_O_ANGLE} deg, "
                      f"N-CA-C-O {math.degrees(dihedral):.0f} deg)")

@@ -1,7 +1,7 @@
 """Fused Triton kernels of the continuous-filter convolution (CFConv) of CGSchNet.
 
 Only ``@triton.jit`` functions live here; the launchers (argument checks, weight padding, partial buffers,
-grids) are in :mod:`flashschnet.ops.flash`.  Conventions shared by all kernels:
+grids) are in :mod:`flashschnet.fused.triton_ops`.  Conventions shared by all kernels:
 
 * ``KP``/``FP`` are the basis/filter widths padded to powers of two (>= 16, so ``tl.dot`` is legal); the
   launcher pads ``A1`` [FP, KP], ``a1`` [FP], ``A2`` [FP, FP] with zeros and ``offsets``/``coeffs`` [KP] with
@@ -61,31 +61,6 @@ def _tanh(u):
     t = tl.exp(-2.0 * tl.abs(u))
     r = (1.0 - t) / (1.0 + t)
     return tl.where(u >= 0, r, -r)
-
-
-@triton.jit
-def _flash_rbf_kernel(pos_ptr, src_ptr, dst_ptr, mu_ptr, cf_ptr, scal_ptr, d_ptr, e_ptr, P,
-                      K: tl.constexpr, KP: tl.constexpr, BLOCK_E: tl.constexpr,
-                      BASIS: tl.constexpr, RBF_ENV: tl.constexpr):
-    """Per pair ``p``: ``d_p = |pos[dst_p] - pos[src_p]|`` (once) and all ``K`` basis values in one pass."""
-    pid = tl.program_id(0)
-    p = pid.to(tl.int64) * BLOCK_E + tl.arange(0, BLOCK_E)
-    pm = p < P
-    s = tl.load(src_ptr + p, mask=pm, other=0).to(tl.int64)
-    t = tl.load(dst_ptr + p, mask=pm, other=0).to(tl.int64)
-    dx = tl.load(pos_ptr + t * 3 + 0, mask=pm, other=0.0) - tl.load(pos_ptr + s * 3 + 0, mask=pm, other=0.0)
-    dy = tl.load(pos_ptr + t * 3 + 1, mask=pm, other=0.0) - tl.load(pos_ptr + s * 3 + 1, mask=pm, other=0.0)
-    dz = tl.load(pos_ptr + t * 3 + 2, mask=pm, other=0.0) - tl.load(pos_ptr + s * 3 + 2, mask=pm, other=0.0)
-    d = tl.sqrt(dx * dx + dy * dy + dz * dz)
-    k = tl.arange(0, KP)
-    mu = tl.load(mu_ptr + k)
-    cf = tl.load(cf_ptr + k)
-    rc_rbf = tl.load(scal_ptr + 1)
-    alpha = tl.load(scal_ptr + 3)
-    lower = tl.load(scal_ptr + 4)
-    e, de = _basis(d, mu, cf, alpha, lower, rc_rbf, BASIS, RBF_ENV)
-    tl.store(d_ptr + p, d, mask=pm)
-    tl.store(e_ptr + p[:, None] * K + k[None, :], e, mask=pm[:, None] & (k < K)[None, :])
 
 
 @triton.jit

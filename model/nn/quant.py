@@ -1,4 +1,8 @@
-"""Channel-wise 16-bit weights (the fourth FlashSchNet technique).
+"""Channel-wise 16-bit weights (the fourth FlashSchNet technique): the storage format and :class:`QuantLinear`.
+
+A leaf module (torch only): the network (:mod:`flashschnet.nn.schnet`), the fused layout
+(:mod:`flashschnet.fused.layout`) and the model-level transform :func:`flashschnet.quantize`
+(:mod:`flashschnet.transforms`) build on it.
 
 A weight matrix ``W [out, in]`` is stored as 16-bit values ``q [out, in]`` (float16 or bfloat16) and one
 float32 scale per output channel ``s [out]``, with ``W ~= s[:, None] * q``. The scale of channel ``c`` is
@@ -10,7 +14,7 @@ cast of the paper's public code) ``s = 1``.
 Every backend computes with the *dequantized* weight ``q.to(compute dtype) * s`` (one multiplication per
 weight, exact in float64 and correctly rounded in float32, so all backends see bit-identical weights) and
 accumulates in the compute dtype (float32 or float64): the reference backend through :class:`QuantLinear`,
-the fused torch path through :func:`flashschnet.nn.fused.unpack_params`, the Triton kernels in registers
+the fused torch path through :func:`flashschnet.fused.layout.unpack_params`, the Triton kernels in registers
 after loading ``q`` (16 bits) and ``s`` from memory.
 
 Which weights: the filter networks (``A1 [F, K]``, ``A2 [F, F]`` of every interaction block) and the output
@@ -23,7 +27,6 @@ Storage: ``QuantLinear`` keeps ``q`` in a 16-bit buffer ``weight_q`` and ``s`` i
 """
 from __future__ import annotations
 
-import copy
 from typing import Dict, Optional, Tuple
 
 import torch
@@ -37,17 +40,7 @@ QDTYPES: Dict[str, torch.dtype] = {"float16": torch.float16, "bfloat16": torch.b
 #: where a channel's largest |weight| lands after per-channel scaling
 TARGET: Dict[str, float] = {"float16": 2.0 ** 14, "bfloat16": 1.0}
 
-#: the named variants of the CLIs and reports: name -> (dtype name, per_channel), None = unquantized
-VARIANTS: Dict[str, Optional[Tuple[str, bool]]] = {
-    "none": None,
-    "fp16": ("float16", True),
-    "bf16": ("bfloat16", True),
-    "fp16-cast": ("float16", False),
-    "bf16-cast": ("bfloat16", False),
-}
-
-
-def _dtype_name(dtype) -> str:
+def dtype_name(dtype) -> str:
     if isinstance(dtype, str):
         name = {"fp16": "float16", "half": "float16", "bf16": "bfloat16"}.get(dtype, dtype)
     else:
@@ -72,7 +65,7 @@ def quantize_weight(w: torch.Tensor, dtype=torch.float16, per_channel: bool = Tr
     q : Tensor, [out, in], ``dtype``
     scale : Tensor, [out], float32. ``w ~= scale[:, None] * q``; an all-zero channel gets scale 1.
     """
-    name = _dtype_name(dtype)
+    name = dtype_name(dtype)
     if w.dim() != 2:
         raise ValueError(f"quantize_weight expects a [out, in] matrix, got shape {tuple(w.shape)}")
     w64 = w.detach().to(torch.float64)
@@ -107,7 +100,7 @@ class QuantLinear(nn.Module):
     def __init__(self, in_features: int, out_features: int, bias: bool, qdtype: str):
         super().__init__()
         self.in_features, self.out_features = int(in_features), int(out_features)
-        self.qdtype = _dtype_name(qdtype)
+        self.qdtype = dtype_name(qdtype)
         self.register_buffer("weight_q", torch.zeros(out_features, in_features, dtype=QDTYPES[self.qdtype]))
         self.register_buffer("weight_scale", torch.ones(out_features, dtype=torch.float32))
         if bias:
@@ -149,72 +142,4 @@ def normalize_quantization(spec) -> Optional[Dict[str, object]]:
         return None
     if not isinstance(spec, dict) or "dtype" not in spec:
         raise InputError(f"model config: quantization must be null or {{dtype, per_channel}}, got {spec!r}")
-    return {"dtype": _dtype_name(spec["dtype"]), "per_channel": bool(spec.get("per_channel", True))}
-
-
-def quantize(model, dtype=torch.float16, per_channel: bool = True):
-    """A copy of a CGSchNet with channel-wise 16-bit filter- and output-network weights.
-
-    Parameters
-    ----------
-    model : flashschnet.CGSchNet
-        Not quantized yet (its weights in float32 or float64). It is not modified.
-    dtype : torch.float16 or torch.bfloat16 (or "float16"/"fp16"/"bfloat16"/"bf16")
-    per_channel : bool
-        One float32 scale per output channel (default) or the plain cast (scale 1).
-
-    Returns
-    -------
-    CGSchNet
-        Same backend, dtype and device; ``config["quantization"]`` records the scheme, so
-        :func:`flashschnet.save_checkpoint` / :func:`flashschnet.load_model` round-trip it bit for bit.
-        Attributes ``priors``/``metadata`` are carried over.
-    """
-    from .schnet import CGSchNet
-
-    if not isinstance(model, CGSchNet):
-        raise TypeError(f"quantize expects a flashschnet CGSchNet, got {type(model).__name__}")
-    cfg = model.config
-    if cfg.get("quantization"):
-        raise InputError(f"the model is already quantized ({cfg['quantization']}); quantize the unquantized one")
-    name = _dtype_name(dtype)
-    cfg["quantization"] = {"dtype": name, "per_channel": bool(per_channel)}
-    ref_param = model.embedding_layer.weight
-    new = CGSchNet(cfg, backend=model.backend, units=model.units, device=ref_param.device.type)
-    new = new.to(dtype=ref_param.dtype, device=ref_param.device)
-    src = dict(model.named_modules())
-    with torch.no_grad():
-        for mod_name, mod in new.named_modules():
-            if isinstance(mod, QuantLinear):
-                mod.set_from(src[mod_name], per_channel)
-        own = new.state_dict()
-        plain = {k: v for k, v in model.state_dict().items() if k in own}
-        new.load_state_dict(plain, strict=False)
-    for attr in ("priors", "metadata", "source_path"):
-        if hasattr(model, attr):
-            setattr(new, attr, copy.deepcopy(getattr(model, attr)))
-    return new.eval()
-
-
-def variant(name: str) -> Optional[Tuple[str, bool]]:
-    """``(dtype name, per_channel)`` of a named variant (see :data:`VARIANTS`); None for "none"."""
-    if name not in VARIANTS:
-        raise InputError(f"unknown quantization {name!r} (known: {', '.join(VARIANTS)})")
-    return VARIANTS[name]
-
-
-def apply_variant(model, name: str):
-    """The model quantized as the named variant ("none": unchanged; an already-quantized model is only
-    accepted with "none")."""
-    spec = variant(name)
-    if spec is None:
-        return model
-    return quantize(model, spec[0], spec[1])
-
-
-def describe(config: Dict[str, object]) -> str:
-    """One-line description of a model config's quantization ("none" or e.g. "float16, per-channel scales")."""
-    q = config.get("quantization")
-    if not q:
-        return "none"
-    return f"{q['dtype']}, {'per-channel scales' if q['per_channel'] else 'plain cast (no scales)'}"
+    return {"dtype": dtype_name(spec["dtype"]), "per_channel": bool(spec.get("per_channel", True))}

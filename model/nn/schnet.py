@@ -14,133 +14,26 @@ names follow mlcg's so that an mlcg ``state_dict`` loads unchanged:
 Replicas: positions come as ``[R, N, 3]``; every replica is an independent copy of the same molecule (no
 edges between replicas) and the whole batch is one network call.
 
-This is the ``"reference"`` backend: it materialises the per-edge tensors ([E, K] basis, [E, F] filters)
-and scatter-adds, exactly as mlcg does. It is the test oracle for the fused backends.
+With ``backend="reference"`` this module computes energies and forces itself: it materialises the per-edge
+tensors ([E, K] basis, [E, F] filters) and scatter-adds, exactly as mlcg does; it is the test oracle of the
+fused backends. With ``"torch"`` or ``"triton"`` it hands its weights, in the packed layout of
+:mod:`flashschnet.fused.layout` (a mixin of this class), to the ``flashschnet::energy_forces`` op
+(:mod:`flashschnet.fused`) once per step. The backend is chosen in :mod:`flashschnet.backends`.
 """
 from __future__ import annotations
 
 import json
-import math
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from torch import nn
 
+from ..backends import resolve_backend
+from ..config import DEFAULT_SKIN_FRACTION, DEFAULT_UNITS, normalize_config
 from ..errors import InputError
-from ..ops import resolve_backend
-from ..ops import fused as _fused_op  # noqa: F401  (registers flashschnet::energy_forces)
-from .quant import QuantLinear, normalize_quantization
-
-# ----------------------------------------------------------------------------------------------------------
-# envelopes and radial bases
-# ----------------------------------------------------------------------------------------------------------
-
-
-class CosineCutoff(nn.Module):
-    """mlcg ``CosineCutoff``: ``C(d) = 0.5 (cos(pi d / hi) + 1) [d < hi]`` for ``lo == 0``, else
-    ``0.5 (cos(pi (2 (d - lo) / (hi - lo) + 1)) + 1)`` on ``(lo, hi)`` and 0 outside.
-
-    ``d``: any shape, length unit of the model; returns the same shape.
-    """
-
-    def __init__(self, cutoff_lower: float, cutoff_upper: float):
-        super().__init__()
-        self.cutoff_lower = float(cutoff_lower)
-        self.cutoff_upper = float(cutoff_upper)
-
-    def forward(self, d: torch.Tensor) -> torch.Tensor:
-        lo, hi = self.cutoff_lower, self.cutoff_upper
-        if lo > 0.0:
-            c = 0.5 * (torch.cos(math.pi * (2.0 * (d - lo) / (hi - lo) + 1.0)) + 1.0)
-            return c * (d < hi).to(d.dtype) * (d > lo).to(d.dtype)
-        return 0.5 * (torch.cos(d * (math.pi / hi)) + 1.0) * (d < hi).to(d.dtype)
-
-
-class IdentityCutoff(nn.Module):
-    """mlcg ``IdentityCutoff``: ``C(d) = 1`` (the graph radius still comes from ``cutoff_upper``)."""
-
-    def __init__(self, cutoff_lower: float, cutoff_upper: float):
-        super().__init__()
-        self.cutoff_lower = float(cutoff_lower)
-        self.cutoff_upper = float(cutoff_upper)
-
-    def forward(self, d: torch.Tensor) -> torch.Tensor:
-        return torch.ones_like(d)
-
-
-def _envelope(spec: Dict[str, Any]) -> nn.Module:
-    kind = spec.get("kind", "cosine")
-    if kind == "cosine":
-        return CosineCutoff(spec["cutoff_lower"], spec["cutoff_upper"])
-    if kind == "identity":
-        return IdentityCutoff(spec["cutoff_lower"], spec["cutoff_upper"])
-    raise InputError(f"unknown cutoff kind {kind!r} in the model config (known: cosine, identity)")
-
-
-class GaussianBasis(nn.Module):
-    """mlcg ``GaussianBasis``: ``e_k(d) = exp(coeff (d - offset_k)^2) * envelope(d)``.
-
-    Buffers ``offset`` [K] (``linspace(lo, hi, K)``) and ``coeff`` [] (``-0.5 / (offset_1 - offset_0)^2``)
-    are part of the state dict; a loaded checkpoint's stored values are used, not recomputed ones.
-    ``forward(d [E]) -> [E, K]``.
-    """
-
-    def __init__(self, num_rbf: int, cutoff: Dict[str, Any]):
-        super().__init__()
-        lo, hi = float(cutoff["cutoff_lower"]), float(cutoff["cutoff_upper"])
-        offset = torch.linspace(lo, hi, num_rbf, dtype=torch.float64)
-        self.register_buffer("offset", offset)
-        self.register_buffer("coeff", torch.tensor(-0.5 / float(offset[1] - offset[0]) ** 2, dtype=torch.float64))
-        self.num_rbf = int(num_rbf)
-        self.cutoff = _envelope(cutoff)
-
-    def centers(self) -> torch.Tensor:
-        return self.offset
-
-    def widths(self) -> torch.Tensor:
-        return self.coeff
-
-    def forward(self, d: torch.Tensor) -> torch.Tensor:
-        e = torch.exp(self.coeff * (d.unsqueeze(-1) - self.offset) ** 2)
-        return e * self.cutoff(d).unsqueeze(-1)
-
-
-class ExpNormalBasis(nn.Module):
-    """mlcg / TorchMD-Net ``ExpNormalBasis``:
-    ``e_k(d) = envelope(d) * exp(-betas_k (exp(alpha (lo - d)) - means_k)^2)``, ``alpha = 5 / (hi - lo)``
-    unless given. Buffers ``means`` [K], ``betas`` [K]. ``forward(d [E]) -> [E, K]``."""
-
-    def __init__(self, num_rbf: int, cutoff: Dict[str, Any], alpha: Optional[float] = None):
-        super().__init__()
-        lo, hi = float(cutoff["cutoff_lower"]), float(cutoff["cutoff_upper"])
-        start = math.exp(-(hi - lo))
-        self.register_buffer("means", torch.linspace(start, 1.0, num_rbf, dtype=torch.float64))
-        self.register_buffer(
-            "betas", torch.full((num_rbf,), (2.0 / num_rbf * (1.0 - start)) ** -2, dtype=torch.float64)
-        )
-        self.alpha = float(alpha) if alpha is not None else 5.0 / (hi - lo)
-        self.cutoff_lower = lo
-        self.num_rbf = int(num_rbf)
-        self.cutoff = _envelope(cutoff)
-
-    def centers(self) -> torch.Tensor:
-        return self.means
-
-    def widths(self) -> torch.Tensor:
-        return self.betas
-
-    def forward(self, d: torch.Tensor) -> torch.Tensor:
-        x = torch.exp(self.alpha * (self.cutoff_lower - d)).unsqueeze(-1)
-        return self.cutoff(d).unsqueeze(-1) * torch.exp(-self.betas * (x - self.means) ** 2)
-
-
-def _basis(spec: Dict[str, Any]) -> nn.Module:
-    kind = spec.get("kind", "gaussian")
-    if kind == "gaussian":
-        return GaussianBasis(spec["num_rbf"], spec["cutoff"])
-    if kind == "expnormal":
-        return ExpNormalBasis(spec["num_rbf"], spec["cutoff"], spec.get("alpha"))
-    raise InputError(f"unknown radial basis {kind!r} in the model config (known: gaussian, expnormal)")
+from ..fused.layout import PackedWeights, config_scalars, fused_unsupported_reason
+from .basis import make_basis, make_envelope
+from .quant import QuantLinear
 
 
 def _activation(name: str) -> nn.Module:
@@ -176,24 +69,6 @@ class MLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.layers(x)
 
-    def fused_params(self) -> List[torch.Tensor]:
-        """``[W0, c0, W1, c1, ..., W_last]`` (the last layer has no bias); quantized layers give
-        ``[q, s]`` (16-bit values, float32 scales) in place of ``W``."""
-        out: List[torch.Tensor] = []
-        for layer in self.layers:
-            if hasattr(layer, "weight"):       # a Linear (TorchScript resolves this per layer)
-                out.append(layer.weight)
-                bias = layer.bias
-                if bias is not None:
-                    out.append(bias)
-            elif hasattr(layer, "weight_q"):   # a QuantLinear
-                out.append(layer.weight_q)
-                out.append(layer.weight_scale)
-                bias = layer.bias
-                if bias is not None:
-                    out.append(bias)
-        return out
-
 
 class CFConv(nn.Module):
     """Continuous-filter convolution (mlcg ``CFConv``), reference implementation.
@@ -227,73 +102,39 @@ class InteractionBlock(nn.Module):
     def forward(self, x, rbf, env, src, dst):
         return self.lin(self.activation(self.conv(x, rbf, env, src, dst)))
 
-    def fused_params(self) -> List[torch.Tensor]:
-        """``[L1, L2, b2, L, b, A1, a1, A2]`` (quantized: ``[L1, L2, b2, L, b, A1q, A1s, a1, A2q, A2s]``)."""
-        return [self.conv.lin1.weight, self.conv.lin2.weight, self.conv.lin2.bias, self.lin.weight,
-                self.lin.bias] + self.conv.filter_network.fused_params()
-
 
 # ----------------------------------------------------------------------------------------------------------
 # the model
 # ----------------------------------------------------------------------------------------------------------
 
-DEFAULT_UNITS = {"length": "angstrom", "energy": "kcal/mol"}
 
-
-def fused_unsupported_reason(cfg: Dict[str, Any]) -> str:
-    """Why the fused backends cannot run this config ("" when they can)."""
-    if cfg["activation"] != "tanh":
-        return f"the fused backends implement the tanh activation only (this model uses {cfg['activation']!r})"
-    for what, c in (("basis", cfg["rbf"]["cutoff"]), ("filter", cfg["cutoff"])):
-        if c["kind"] == "cosine" and float(c["cutoff_lower"]) != 0.0:
-            return f"the fused backends support cosine cutoffs with cutoff_lower = 0 only ({what} has {c['cutoff_lower']})"
-    return ""
-
-
-def normalize_config(config: Dict[str, Any]) -> Dict[str, Any]:
-    """Validate a CGSchNet config and fill defaults. Raises :class:`InputError` naming the bad key."""
-    required = ["hidden_channels", "num_filters", "num_interactions", "embedding_size", "rbf", "cutoff"]
-    missing = [k for k in required if k not in config]
-    if missing:
-        raise InputError(f"model config lacks {', '.join(missing)}; it is not a CGSchNet config")
-    cfg = dict(config)
-    cfg.setdefault("output_hidden_layer_widths", [cfg["hidden_channels"]])
-    cfg.setdefault("activation", "tanh")
-    cfg.setdefault("cg_mapping", None)
-    cfg["quantization"] = normalize_quantization(cfg.get("quantization"))
-    rbf = dict(cfg["rbf"])
-    rbf.setdefault("kind", "gaussian")
-    rbf["cutoff"] = dict(rbf["cutoff"])
-    rbf["cutoff"].setdefault("kind", "cosine")
-    cfg["rbf"] = rbf
-    cfg["cutoff"] = dict(cfg["cutoff"])
-    cfg["cutoff"].setdefault("kind", "cosine")
-    for key in ["hidden_channels", "num_filters", "num_interactions", "embedding_size"]:
-        if int(cfg[key]) < 1:
-            raise InputError(f"model config: {key} must be a positive integer, got {cfg[key]!r}")
-    if float(rbf["cutoff"]["cutoff_upper"]) <= float(rbf["cutoff"]["cutoff_lower"]):
-        raise InputError("model config: the basis cutoff_upper must exceed cutoff_lower")
-    return cfg
-
-
-class CGSchNet(nn.Module):
+class CGSchNet(PackedWeights, nn.Module):
     """mlcg ``StandardSchNet`` for coarse-grained proteins, over several replicas at once.
 
     Parameters
     ----------
     config : dict
-        Hyper-parameters (see :func:`normalize_config`): ``hidden_channels`` H, ``num_filters`` F,
+        Hyper-parameters (see :func:`flashschnet.config.normalize_config`): ``hidden_channels`` H, ``num_filters`` F,
         ``num_interactions`` T, ``embedding_size`` (number of bead types + 1), ``output_hidden_layer_widths``,
         ``activation`` ("tanh"), ``rbf`` = {kind: "gaussian"|"expnormal", num_rbf K, cutoff: {kind:
         "cosine"|"identity", cutoff_lower, cutoff_upper}}, ``cutoff`` = the filter envelope {kind,
         cutoff_lower, cutoff_upper}, ``cg_mapping`` ("5bead", "ca" or None), ``quantization`` (None or
         ``{"dtype": "float16"|"bfloat16", "per_channel": bool}``: channel-wise 16-bit filter- and
         output-network weights, see :mod:`flashschnet.nn.quant`; made by :func:`flashschnet.quantize`).
-    backend : str
+    backend : str or None
         Which implementation computes energies and forces; chosen in one place
-        (:func:`flashschnet.ops.resolve_backend`): "reference", "torch" or "triton".
+        (:func:`flashschnet.backends.resolve_backend`): "reference", "torch" or "triton"; None: the default
+        for ``device``. A config the fused backends cannot run falls back to "reference" when no backend was
+        asked for, and is refused when one was.
     units : dict
         ``{"length": ..., "energy": ...}`` of the model (mlcg: Angstrom and kcal/mol).
+    device : str or None
+        Where the model will run; only used to choose the default backend.
+    skin : float or None
+        Verlet skin of the fused backends' neighbour lists, in the model's length unit: a list holds the pairs
+        within ``graph_cutoff + skin`` and is rebuilt when a bead moved more than ``skin / 2``. It changes the
+        speed, never the result (every pair is tested against the exact cutoff). Default
+        ``DEFAULT_SKIN_FRACTION * graph_cutoff`` (:mod:`flashschnet.config`; 2.25 A for a 15 A cutoff).
 
     Notes
     -----
@@ -304,7 +145,7 @@ class CGSchNet(nn.Module):
     __jit_unused_properties__ = ["config", "units"]
 
     def __init__(self, config: Dict[str, Any], backend: Optional[str] = None, units: Optional[Dict[str, str]] = None,
-                 device: Optional[str] = None):
+                 device: Optional[str] = None, skin: Optional[float] = None):
         super().__init__()
         cfg = normalize_config(config)
         self.backend = resolve_backend(backend, device)
@@ -320,8 +161,8 @@ class CGSchNet(nn.Module):
         quant = cfg["quantization"]
         qdtype = None if quant is None else str(quant["dtype"])
         self.embedding_layer = nn.Embedding(int(cfg["embedding_size"]), H)
-        self.rbf_layer = _basis(cfg["rbf"])
-        self.cutoff = _envelope(cfg["cutoff"])
+        self.rbf_layer = make_basis(cfg["rbf"])
+        self.cutoff = make_envelope(cfg["cutoff"])
         self.interaction_blocks = nn.ModuleList(
             [InteractionBlock(H, F, K, act, qdtype) for _ in range(int(cfg["num_interactions"]))]
         )
@@ -329,16 +170,15 @@ class CGSchNet(nn.Module):
                                   last_bias=False, qdtype=qdtype)
         self.graph_cutoff = float(cfg["rbf"]["cutoff"]["cutoff_upper"])
         self.num_types = int(cfg["embedding_size"])
-        # the fused backends' packed configuration (see flashschnet.ops.fused)
-        rb = cfg["rbf"]
-        n_hidden = len(cfg["output_hidden_layer_widths"])
-        self.fused_ints: List[int] = [int(cfg["num_interactions"]), n_hidden, 0 if rb["kind"] == "gaussian" else 1,
-                                      int(rb["cutoff"]["kind"] == "cosine"), int(cfg["cutoff"]["kind"] == "cosine"),
-                                      int(qdtype is not None)]
-        self.fused_floats: List[float] = [float(getattr(self.rbf_layer, "alpha", 0.0)),
-                                          float(rb["cutoff"]["cutoff_lower"]), float(rb["cutoff"]["cutoff_upper"]),
-                                          float(cfg["cutoff"]["cutoff_upper"]), self.graph_cutoff,
-                                          0.15 * self.graph_cutoff]
+        if skin is None:
+            skin = DEFAULT_SKIN_FRACTION * self.graph_cutoff
+        elif not (float(skin) >= 0.0 and float(skin) < float("inf")):
+            raise InputError(f"skin must be a non-negative length (model unit), got {skin!r}")
+        self.skin = float(skin)
+        # the fused backends' configuration scalars (the packed layout: flashschnet.fused.layout)
+        ints, floats = config_scalars(cfg, float(getattr(self.rbf_layer, "alpha", 0.0)), self.skin)
+        self.fused_ints: List[int] = ints
+        self.fused_floats: List[float] = floats
 
     # -- plain-python conveniences (not scripted) --------------------------------------------------------
     @property
@@ -415,14 +255,6 @@ class CGSchNet(nn.Module):
             with torch.enable_grad():
                 return self._energy_forces(positions, bead_types)
         return self._energy_forces(positions, bead_types)
-
-    def fused_params(self) -> List[torch.Tensor]:
-        """The weights in the fused backends' packed order (see :mod:`flashschnet.ops.fused`)."""
-        params: List[torch.Tensor] = [self.embedding_layer.weight, self.rbf_layer.centers(), self.rbf_layer.widths()]
-        for block in self.interaction_blocks:
-            params += block.fused_params()
-        params += self.output_network.fused_params()
-        return params
 
     def _energy_forces(self, positions: torch.Tensor, bead_types: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         pos = positions.detach().requires_grad_(True)

@@ -19,7 +19,8 @@ import torch
 
 from ..checkpoint import save_checkpoint
 from ..errors import InputError
-from ..nn.schnet import DEFAULT_UNITS, CGSchNet, normalize_config
+from ..config import DEFAULT_UNITS, normalize_config
+from ..nn.schnet import CGSchNet
 from ..priors import PriorSet, prior_energy_forces
 
 #: a small CGSchNet for one protein (mlcg's layer types; sizes for CPU-scale training)

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from ..priors import (REPULSION_MIN_GRAPH_DISTANCE, PriorSet, PriorTerm, _angle_tuples, _dihedral_tuples,
+from ..priors import (REPULSION_MIN_GRAPH_DISTANCE, PriorSet, PriorTerm, angle_tuples, dihedral_tuples,
                       compute_angle_cos, compute_distances, compute_torsions)
 
 #: Boltzmann constant, kcal/mol/K
@@ -57,13 +57,13 @@ def fit_priors(mol, positions: np.ndarray, temperature_K: float, n_degs: int = 3
         d = compute_distances(pos, bi)
         terms.append(PriorTerm("bonds", "harmonic_bond", bi,
                                {"x0": d.mean(0), "k": kT / (2.0 * d.var(0).clamp_min(1e-8))}))
-    angles = _angle_tuples(mol.n_beads, bonds)
+    angles = angle_tuples(mol.n_beads, bonds)
     if angles:
         ai = torch.tensor(angles, dtype=torch.long)
         c = compute_angle_cos(pos, ai)
         terms.append(PriorTerm("angles", "harmonic_angle_cos", ai,
                                {"x0": c.mean(0), "k": kT / (2.0 * c.var(0).clamp_min(1e-8))}))
-    for name, tuples in _dihedral_tuples(mol).items():
+    for name, tuples in dihedral_tuples(mol).items():
         if not tuples:
             continue
         di = torch.tensor(tuples, dtype=torch.long)

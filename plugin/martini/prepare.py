@@ -19,6 +19,7 @@ from typing import List, Sequence, Tuple
 import numpy as np
 
 from ...errors import InputError
+from ..rundir import pdb_positions, read_pdb
 
 #: the MARTINI 3.0.0 parameter files a system.top written here includes (all must be in --forcefield-dir)
 FORCEFIELD_FILES = ("martini_v3.0.0.itp", "martini_v3.0.0_ions_v1.itp", "martini_v3.0.0_solvents_v1.itp")
@@ -120,10 +121,6 @@ def _molecules_section(path: str) -> List[Tuple[str, int]]:
     return out
 
 
-def _pdb_xyz(lines: Sequence[str]) -> np.ndarray:
-    return np.array([[float(l[30:38]), float(l[38:46]), float(l[46:54])] for l in lines])
-
-
 def prepare_system(pdb: str, ff_dir: str, folder: str, name: str = "protein", padding_nm: float = 1.5,
                    salt_molar: float = 0.15, seed: int = 1, ignore: Sequence[str] = ("HOH",),
                    elastic: bool = True) -> PreparedSystem:
@@ -176,7 +173,10 @@ def prepare_system(pdb: str, ff_dir: str, folder: str, name: str = "protein", pa
         raise InputError(f"{pdb}: martinize2 produced no protein (no amino-acid residues in the file?)")
 
     # 2. insane: centred protein in a cubic box of water and ions ------------------------------------------------
-    xyz = _pdb_xyz(atoms) / 10.0                                      # Angstrom -> nm
+    xyz = pdb_positions(read_pdb(os.path.join(folder, "cg.pdb")))      # nm, in the order of the records
+    if len(xyz) != len(atoms):
+        raise InputError(f"{pdb}: martinize2's cg.pdb has {len(atoms)} ATOM/HETATM records but {len(xyz)} atoms "
+                         "(several models or alternate locations?); check the input structure")
     centre = xyz.mean(axis=0)
     box = 2.0 * (float(np.linalg.norm(xyz - centre, axis=1).max()) + float(padding_nm))
     with open(os.path.join(folder, "protein_centred.pdb"), "w") as f:  # insane puts the origin at the box centre

@@ -22,8 +22,9 @@ import openmm.app as app
 import openmm.unit as u
 
 from ...errors import InputError
+from ..dcd import truncate_dcd
 from ..reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter, read_checkpoint,
-                         truncate_csv, truncate_dcd)
+                         truncate_csv)
 from ..runner import (check_run_settings, checkpoint_hint, integrate, make_run_dir, ns_per_day, open_run_dir, run_dir,
                       write_run_json)
 from ..simulate import RunResult

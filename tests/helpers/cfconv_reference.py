@@ -1,4 +1,5 @@
-"""Plain-PyTorch references of the fused CFConv kernels (same signatures as :mod:`flashschnet.ops.flash`).
+"""Plain-PyTorch references of the fused CFConv kernels (same signatures as the launchers of
+:mod:`flashschnet.fused.triton_ops`), the oracle of the kernel tests.
 
 Dense and simple: all ordered bead pairs of each replica with ``d < rc_graph`` are built from the positions
 (the tile arguments are accepted and ignored, so the tile culling is checked too), the basis and the filter

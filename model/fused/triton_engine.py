@@ -1,5 +1,5 @@
-"""The ``"triton"`` backend's edge engine: the fused Triton kernels of :mod:`flashschnet.ops.flash` behind
-the engine interface of :mod:`flashschnet.nn.fused` (``prepare`` / ``aggregate`` / ``backward``).
+"""The ``"triton"`` backend's edge engine: the fused Triton kernels (:mod:`flashschnet.fused.triton_ops`) behind
+the engine interface of :mod:`flashschnet.fused.torch_engine` (``prepare`` / ``aggregate`` / ``backward``).
 
 Two ways to keep the tile list (:mod:`flashschnet.neighbors`) current:
 
@@ -19,8 +19,8 @@ from typing import List, Optional
 import torch
 
 from ..neighbors import NeighborListOverflow, moved_past_half_skin, tile_pairs, tile_pairs_fixed
-from ..nn.fused import BasisSpec, FilterWeights
-from .flash import basis_coeffs, cfconv_bwd_pos, cfconv_fwd, tile_args
+from .layout import BasisSpec, FilterWeights
+from .triton_ops import basis_coeffs, cfconv_bwd_pos, cfconv_fwd, tile_args
 
 
 class TritonTileEngine:

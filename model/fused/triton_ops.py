@@ -1,4 +1,6 @@
-"""Launchers of the fused Triton CFConv kernels, as ``torch.library`` custom ops.
+"""Launchers of the fused Triton CFConv kernels (:mod:`flashschnet.kernels.cfconv`), as ``torch.library``
+custom ops (with fake kernels, so they trace). :class:`~flashschnet.fused.triton_engine.TritonTileEngine` calls
+them; the plain-PyTorch references they are tested against live beside the tests.
 
 Design. Beads of each replica are cut into tiles of ``B`` consecutive beads (``T = ceil(N / B)`` tiles,
 padding beads masked out), and :func:`flashschnet.neighbors.tile_pairs` lists the tile pairs ``(r, I, J)``,
@@ -21,8 +23,8 @@ Basis parameters, one form for both bases: ``e_k = exp(coeffs_k * (z - offsets_k
 ``Crbf`` is the cosine envelope with radius ``rc_rbf`` if ``rbf_env`` else 1; the filter envelope ``Cf``
 likewise with ``rc_f``/``filt_env``. Filter: ``W = tanh(e A1^T + a1) A2^T * Cf``.
 
-Set ``FLASHSCHNET_POISON=1`` (or :data:`POISON` = True) to fill every output and partial buffer with NaN
-before the kernels run, so tests prove each element is written.
+Outputs and partial buffers come from :func:`_empty` (uninitialised memory); the tests replace it by a
+NaN-filling version to prove that the kernels write every element.
 """
 from __future__ import annotations
 
@@ -30,9 +32,6 @@ import os
 from typing import Optional, Tuple
 
 import torch
-
-#: fill outputs and partial buffers with NaN before the kernels write them (debug / tests)
-POISON = os.environ.get("FLASHSCHNET_POISON") == "1"
 
 _BASES = {"gaussian": 0, "expnormal": 1}
 
@@ -64,10 +63,8 @@ def _pow2(n: int, least: int = 16) -> int:
 
 
 def _empty(shape, like: torch.Tensor, dtype=None) -> torch.Tensor:
-    out = torch.empty(shape, dtype=dtype or like.dtype, device=like.device)
-    if POISON and out.is_floating_point():
-        out.fill_(float("nan"))
-    return out
+    """An uninitialised output or partial buffer (every element is written by a kernel)."""
+    return torch.empty(shape, dtype=dtype or like.dtype, device=like.device)
 
 
 def _check_device(t: torch.Tensor) -> None:
@@ -171,45 +168,6 @@ def _i32(t: torch.Tensor) -> torch.Tensor:
     return t.to(torch.int32).contiguous()
 
 
-# ------------------------------------------------------------------------------------------ flash_rbf
-
-
-@torch.library.custom_op("flashschnet::flash_rbf", mutates_args=())
-def flash_rbf(pos: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, offsets: torch.Tensor,
-              coeffs: torch.Tensor, rc_rbf: float, basis: str = "gaussian", alpha: float = 0.0,
-              rbf_env: bool = True, basis_lower: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Distances and radial basis of bead pairs in one pass.
-
-    pos [M, 3] (or [..., 3], flattened); src, dst [P] integer indices into the flattened beads.
-    Returns ``d = |pos[dst] - pos[src]|`` [P] and ``e`` [P, K] (envelope included), in the dtype of pos.
-    """
-    dtype = _dtype(pos)
-    _check_device(pos)
-    k = _kernels()
-    p = pos.reshape(-1, 3).contiguous()
-    P = int(src.shape[0])
-    mu, cf, K, KP, BASIS = _basis_args(offsets, coeffs, basis, dtype, pos.device)
-    scal = _scalars(0.0, rc_rbf, 0.0, alpha, basis_lower, dtype, pos.device)
-    d = _empty((P,), p)
-    e = _empty((P, K), p)
-    if P:
-        BLOCK_E = 32
-        k._flash_rbf_kernel[(triton_cdiv(P, BLOCK_E),)](
-            p, src.to(torch.int64).contiguous(), dst.to(torch.int64).contiguous(), mu, cf, scal, d, e, P,
-            K=K, KP=KP, BLOCK_E=BLOCK_E, BASIS=BASIS, RBF_ENV=bool(rbf_env))
-    return d, e
-
-
-@flash_rbf.register_fake
-def _(pos, src, dst, offsets, coeffs, rc_rbf, basis="gaussian", alpha=0.0, rbf_env=True, basis_lower=0.0):
-    P, K = src.shape[0], offsets.shape[0]
-    return pos.new_empty((P,)), pos.new_empty((P, K))
-
-
-def triton_cdiv(a: int, b: int) -> int:
-    return (a + b - 1) // b
-
-
 # ------------------------------------------------------------------------------------------ cfconv
 
 
@@ -297,25 +255,3 @@ def _(pos, h, gm, pairs, row_ptr, col_perm, col_ptr, n_tiles, block, A1, a1, A2,
       rc_graph, rc_rbf, rc_f, basis="gaussian", alpha=0.0, rbf_env=True, filt_env=True, basis_lower=0.0,
       A1_scale=None, A2_scale=None):
     return pos.new_empty(pos.shape)
-
-
-# ------------------------------------------------------------------------------------------ autograd
-
-
-def _cfconv_setup_context(ctx, inputs, output):
-    ctx.inputs = inputs
-
-
-def _cfconv_backward(ctx, gm):
-    """Gradients of ``cfconv_fwd`` w.r.t. ``pos`` (the fused backward kernel) and ``h`` (the same aggregation
-    applied to ``gm``, as ``W`` is symmetric). Filter weights and basis parameters get no gradient: these
-    kernels serve energies and forces, not training; ``cfconv_bwd_pos`` itself is not differentiable."""
-    pos, h = ctx.inputs[0], ctx.inputs[1]
-    rest = ctx.inputs[2:]
-    gm = gm.contiguous()
-    gpos = cfconv_bwd_pos(pos, h, gm, *rest) if ctx.needs_input_grad[0] else None
-    gh = cfconv_fwd(pos, gm, *rest).to(h.dtype) if ctx.needs_input_grad[1] else None
-    return (gpos, gh) + (None,) * len(rest)
-
-
-cfconv_fwd.register_autograd(_cfconv_backward, setup_context=_cfconv_setup_context)

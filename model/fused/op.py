@@ -1,23 +1,17 @@
 """``flashschnet::energy_forces``: one custom op per step for the fused backends.
 
 A TorchScript :class:`~flashschnet.nn.schnet.CGSchNet` with ``backend="torch"`` or ``"triton"`` (also the
-one inside an openmm-torch ``TorchForce``) calls this op once per step with its weights packed into a list
-(:meth:`CGSchNet.fused_params`); the op runs :func:`flashschnet.nn.fused.energy_forces_fused` with the
+one inside an openmm-torch ``TorchForce``) calls this op once per step with its weights in the packed layout
+(:mod:`flashschnet.fused.layout`); the op runs :func:`flashschnet.fused.driver.energy_forces_fused` with the
 backend's edge engine and returns energies and exact forces (no autograd). One call per step keeps the
-Python-op overhead (tens of microseconds) out of the inner loops.
+Python-op overhead (tens of microseconds) out of the inner loops. The op is registered when the package
+:mod:`flashschnet.fused` is imported (``import flashschnet`` does it).
 
 Engines keep state between calls (the Verlet neighbour list), keyed by the backend, the storage and version
 counter of every weight (each TorchForce/Context holds its own copy of the module) and the positions' shape.
 An engine also holds the pair list of the call in progress, so calls that share one (several OpenMM Contexts
 in separate threads running one model object, e.g. through ``openmm.PythonForce``) take turns on its lock;
 calls on different engines run concurrently.
-
-Packed layout of ``params``: ``[embedding, basis_centers, basis_widths]`` + per block
-``[L1, L2, b2, L, b, A1, a1, A2]`` + the output MLP's ``[W, c]`` per hidden layer + ``[W_last]``. In a
-quantized model (``ints[5] == 1``) every filter- and output-network weight ``W`` is the pair ``q, s``
-(16-bit values [out, in], float32 scales [out]; see :mod:`flashschnet.nn.quant`).
-``ints = [n_blocks, n_hidden_out_layers, basis_kind (0 gaussian, 1 expnormal), rbf_env, filt_env, quantized]``,
-``floats = [alpha, basis_lower, rc_rbf, rc_filt, rc_graph, skin]``.
 """
 from __future__ import annotations
 
@@ -26,7 +20,9 @@ from typing import Dict, List, Tuple
 
 import torch
 
-from ..nn.fused import TorchPairEngine, energy_forces_fused, unpack_params
+from .driver import energy_forces_fused
+from .layout import unpack_params
+from .torch_engine import TorchPairEngine
 
 _ENGINES: Dict[tuple, object] = {}
 _MAX_ENGINES = 64
@@ -43,12 +39,13 @@ def _engine(backend: str, params, ints, floats, positions):
         eng = _ENGINES.get(key)
         if eng is None:
             _, basis, filters = unpack_params(params, ints, floats)
+            skin = floats[5]
             if backend == "torch":
-                eng = TorchPairEngine(basis, filters, skin=floats[5])
+                eng = TorchPairEngine(basis, filters, skin=skin)
             else:
-                from .triton_engine import TritonTileEngine
+                from .triton_engine import TritonTileEngine      # imports triton: only when asked for
 
-                eng = TritonTileEngine(basis, filters, skin=floats[5])
+                eng = TritonTileEngine(basis, filters, skin=skin)
             eng.pinned_weights = list(params)
             eng.lock = threading.Lock()          # one call at a time: the engine holds that call's pair list
             if len(_ENGINES) >= _MAX_ENGINES:

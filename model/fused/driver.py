@@ -1,0 +1,61 @@
+"""Energies and exact forces of CGSchNet without autograd: the fused backends' driver.
+
+The network's node-level part (embedding, ``lin1``, ``lin2``, ``lin``, output MLP; all ``[R*N, H]``
+tensors) runs here in PyTorch with a hand-written backward. The edge-level part -- distances, basis,
+filter network, filter x features, reduction -- is delegated to an *edge engine* with two calls per block
+(:mod:`flashschnet.fused.torch_engine` describes the interface): :class:`~flashschnet.fused.torch_engine.
+TorchPairEngine` (``backend="torch"``) or :class:`~flashschnet.fused.triton_engine.TritonTileEngine`
+(``backend="triton"``).
+
+Node-level backward, per block ``x' = x + tanh(m L2^T + b2) L^T + b`` with ``h = x L1^T``::
+
+    ga = gx' L;  gv = ga (1 - a^2);  gm = gv L2;  (gh, gpos) = engine.backward(t, h, gm);  gx = gx' + gh L1
+"""
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+
+from .layout import NodeWeights
+
+
+def energy_forces_fused(weights: NodeWeights, positions: torch.Tensor, bead_types: torch.Tensor,
+                        engine) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Energies ``[R]`` and forces ``[R, N, 3]`` (model units) with a hand-written backward.
+
+    ``engine`` provides ``prepare``, ``aggregate`` and ``backward`` (see the module docstring).
+    """
+    R, N = positions.shape[0], positions.shape[1]
+    engine.prepare(positions)
+    x = weights.embedding.index_select(0, bead_types).repeat(R, 1)
+    saved = []
+    for t, blk in enumerate(weights.blocks):
+        h = x @ blk["L1"].t()
+        m = engine.aggregate(t, h)
+        a = torch.tanh(torch.addmm(blk["b2"], m, blk["L2"].t()))
+        x = x + torch.addmm(blk["b"], a, blk["L"].t())
+        saved.append((h, a))
+    zs = []
+    z = x
+    for W, c in weights.out[:-1]:
+        z = torch.tanh(torch.addmm(c, z, W.t()))
+        zs.append(z)
+    W_last, _ = weights.out[-1]
+    y = z @ W_last.t()                                       # [M, 1]
+    energy = y.reshape(R, N).sum(1)
+    # backward: dE/dy = 1
+    g = W_last.expand(R * N, W_last.shape[1]).clone()        # dE/dz_last
+    for (W, _), z in zip(reversed(weights.out[:-1]), reversed(zs)):
+        g = (g * (1.0 - z * z)) @ W
+    gx = g
+    gpos = torch.zeros(R * N, 3, dtype=positions.dtype, device=positions.device)
+    for t in range(len(weights.blocks) - 1, -1, -1):
+        blk = weights.blocks[t]
+        h, a = saved[t]
+        gv = (gx @ blk["L"]) * (1.0 - a * a)
+        gm = gv @ blk["L2"]
+        gh, gp = engine.backward(t, h, gm)
+        gpos = gpos + gp
+        gx = gx + gh @ blk["L1"]
+    return energy, (-gpos).reshape(R, N, 3)

@@ -1,0 +1,184 @@
+"""The fused backends' packed weight layout, defined here once: what a :class:`~flashschnet.nn.schnet.CGSchNet`
+hands to the ``flashschnet::energy_forces`` op each step, and how the op unpacks it.
+
+A TorchScript module can only pass plain lists across a custom-op boundary, so a step's call carries
+
+``params`` (tensors, in this order; :meth:`PackedWeights.fused_params`)
+    ``[embedding [types, H], basis_centers [K], basis_widths]``, then per interaction block
+    ``[L1 [F, H], L2 [H, F], b2 [H], L [H, H], b [H], A1 [F, K], a1 [F], A2 [F, F]]`` (``conv.lin1``,
+    ``conv.lin2`` weight and bias, ``lin`` weight and bias, the filter network's two Linears), then the
+    output MLP's ``[W, c]`` per hidden layer and ``[W_last]`` (no bias). In a quantized model every filter- and
+    output-network weight ``W`` is the pair ``q, s`` (16-bit values [out, in], float32 scales [out]; see
+    :mod:`flashschnet.nn.quant`). Gaussian basis: ``centers`` = ``offset`` [K], ``widths`` = ``coeff`` [];
+    ExpNormal: ``means`` [K], ``betas`` [K].
+``ints`` (:func:`config_scalars`)
+    ``[n_blocks, n_hidden_out_layers, basis_kind (0 gaussian, 1 expnormal), rbf_env, filt_env, quantized]``.
+``floats`` (:func:`config_scalars`)
+    ``[alpha, basis_lower, rc_rbf, rc_filt, rc_graph, skin]`` (model length unit; ``skin`` is the Verlet skin
+    of the engines' neighbour lists).
+
+:func:`unpack_params` turns the three back into :class:`NodeWeights` (the node-level part, run by
+:mod:`flashschnet.fused.driver`), :class:`BasisSpec` and one :class:`FilterWeights` per block (the edge-level
+part, run by an engine).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+
+from ..errors import InputError
+from ..nn.quant import dequantize_weight
+
+
+def fused_unsupported_reason(cfg: Dict[str, Any]) -> str:
+    """Why the fused backends cannot run this (normalized) config; "" when they can."""
+    if cfg["activation"] != "tanh":
+        return f"the fused backends implement the tanh activation only (this model uses {cfg['activation']!r})"
+    for what, c in (("basis", cfg["rbf"]["cutoff"]), ("filter", cfg["cutoff"])):
+        if c["kind"] == "cosine" and float(c["cutoff_lower"]) != 0.0:
+            return f"the fused backends support cosine cutoffs with cutoff_lower = 0 only ({what} has {c['cutoff_lower']})"
+    return ""
+
+
+def config_scalars(cfg: Dict[str, Any], alpha: float, skin: float) -> Tuple[List[int], List[float]]:
+    """``(ints, floats)`` of the layout for a normalized config, the ExpNormal ``alpha`` (0 for a Gaussian
+    basis) and the Verlet ``skin`` (model length unit)."""
+    rb = cfg["rbf"]
+    ints = [int(cfg["num_interactions"]), len(cfg["output_hidden_layer_widths"]), 0 if rb["kind"] == "gaussian" else 1,
+            int(rb["cutoff"]["kind"] == "cosine"), int(cfg["cutoff"]["kind"] == "cosine"),
+            int(cfg.get("quantization") is not None)]
+    floats = [float(alpha), float(rb["cutoff"]["cutoff_lower"]), float(rb["cutoff"]["cutoff_upper"]),
+              float(cfg["cutoff"]["cutoff_upper"]), float(rb["cutoff"]["cutoff_upper"]), float(skin)]
+    return ints, floats
+
+
+class PackedWeights:
+    """Mixin of :class:`~flashschnet.nn.schnet.CGSchNet`: its weights in the packed order (TorchScript-able, so
+    the scripted network inside an openmm-torch ``TorchForce`` packs them each step -- the tensors themselves,
+    never copies, so a moved or retrained model is always seen as it is)."""
+
+    def fused_params(self) -> List[torch.Tensor]:
+        """``params`` of the layout (module docstring); Linear layers give ``W`` (and their bias), quantized
+        ones ``q, s`` (and their bias)."""
+        params: List[torch.Tensor] = [self.embedding_layer.weight, self.rbf_layer.centers(), self.rbf_layer.widths()]
+        for block in self.interaction_blocks:
+            params += [block.conv.lin1.weight, block.conv.lin2.weight, block.conv.lin2.bias, block.lin.weight,
+                       block.lin.bias]
+            for layer in block.conv.filter_network.layers:
+                if hasattr(layer, "weight"):           # a Linear (TorchScript resolves this per layer)
+                    params.append(layer.weight)
+                    bias = layer.bias
+                    if bias is not None:
+                        params.append(bias)
+                elif hasattr(layer, "weight_q"):       # a QuantLinear
+                    params += [layer.weight_q, layer.weight_scale]
+                    bias = layer.bias
+                    if bias is not None:
+                        params.append(bias)
+        for layer in self.output_network.layers:
+            if hasattr(layer, "weight"):
+                params.append(layer.weight)
+                bias = layer.bias
+                if bias is not None:
+                    params.append(bias)
+            elif hasattr(layer, "weight_q"):
+                params += [layer.weight_q, layer.weight_scale]
+                bias = layer.bias
+                if bias is not None:
+                    params.append(bias)
+        return params
+
+
+@dataclass
+class BasisSpec:
+    """The radial basis and the two envelopes (model length unit)."""
+
+    kind: str                 # "gaussian" | "expnormal"
+    centers: torch.Tensor     # gaussian: offset [K]; expnormal: means [K]
+    widths: torch.Tensor      # gaussian: coeff [] (negative); expnormal: betas [K]
+    alpha: float              # expnormal only
+    lower: float              # basis cutoff_lower (expnormal uses it)
+    rbf_env: bool             # cosine envelope on the basis
+    rc_rbf: float
+    filt_env: bool            # cosine envelope on the filter
+    rc_filt: float
+    rc_graph: float
+
+
+@dataclass
+class FilterWeights:
+    """One block's filter network. ``A1``/``A2`` are the weights computed with (dequantized for a
+    quantized model); ``A1q``/``A1s``, ``A2q``/``A2s`` the stored 16-bit values and float32 scales (None
+    unless quantized), which the Triton kernels load instead."""
+
+    A1: torch.Tensor   # [F, K]
+    a1: torch.Tensor   # [F]
+    A2: torch.Tensor   # [F, F]
+    A1q: Optional[torch.Tensor] = None   # [F, K] float16 / bfloat16
+    A1s: Optional[torch.Tensor] = None   # [F] float32
+    A2q: Optional[torch.Tensor] = None   # [F, F]
+    A2s: Optional[torch.Tensor] = None   # [F]
+
+
+@dataclass
+class NodeWeights:
+    """The node-level weights (model dtype; quantized output weights dequantized)."""
+
+    embedding: torch.Tensor                       # [types, H]
+    blocks: List[Dict[str, torch.Tensor]]         # L1 [F,H], L2 [H,F], b2 [H], L [H,H], b [H]
+    out: List[Tuple[torch.Tensor, Optional[torch.Tensor]]]   # output MLP layers (W, c); last c is None
+
+
+def unpack_params(params: List[torch.Tensor], ints: List[int], floats: List[float],
+                  with_filters: bool = True) -> Tuple[NodeWeights, BasisSpec, List[FilterWeights]]:
+    """The parts of the packed layout (module docstring). Quantized weights (``ints[5] == 1``) are dequantized
+    into the dtype of the embedding (the model's dtype). ``with_filters=False`` skips the filter networks
+    (returns an empty list; the per-step call, whose engine holds its own filters)."""
+    n_blocks, n_hidden, kind, rbf_env, filt_env, quantized = ints
+    alpha, lower, rc_rbf, rc_filt, rc_graph, _skin = floats
+    emb, centers, widths = params[0], params[1], params[2]
+    dt = emb.dtype
+    k = 3
+
+    def weight(needed: bool = True):
+        nonlocal k
+        if quantized:
+            q, s = params[k], params[k + 1]
+            k += 2
+            return (dequantize_weight(q, s, dt) if needed else None), q, s
+        k += 1
+        return params[k - 1], None, None
+
+    def take():
+        nonlocal k
+        k += 1
+        return params[k - 1]
+
+    blocks, filters = [], []
+    for _ in range(n_blocks):
+        blocks.append({"L1": take(), "L2": take(), "b2": take(), "L": take(), "b": take()})
+        A1, A1q, A1s = weight(with_filters)
+        a1 = take()
+        A2, A2q, A2s = weight(with_filters)
+        if with_filters:
+            filters.append(FilterWeights(A1=A1, a1=a1, A2=A2, A1q=A1q, A1s=A1s, A2q=A2q, A2s=A2s))
+    out = []
+    for _ in range(n_hidden):
+        W = weight()[0]
+        out.append((W, take()))
+    out.append((weight()[0], None))
+    basis = BasisSpec(kind="gaussian" if kind == 0 else "expnormal", centers=centers, widths=widths, alpha=alpha,
+                      lower=lower, rbf_env=bool(rbf_env), rc_rbf=rc_rbf, filt_env=bool(filt_env), rc_filt=rc_filt,
+                      rc_graph=rc_graph)
+    return NodeWeights(embedding=emb, blocks=blocks, out=out), basis, filters
+
+
+def unpack(model) -> Tuple[NodeWeights, BasisSpec, List[FilterWeights]]:
+    """The parts of a :class:`~flashschnet.nn.schnet.CGSchNet`'s layout, through the same packing the op
+    receives. Raises :class:`InputError` for configs the fused backends do not implement."""
+    reason = fused_unsupported_reason(model.config)
+    if reason:
+        raise InputError(f"{reason}; use backend='reference'")
+    return unpack_params(model.fused_params(), model.fused_ints, model.fused_floats)

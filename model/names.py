@@ -1,0 +1,36 @@
+"""The names users choose among, as plain data (no torch import): backends, 16-bit weight variants,
+precisions, CG mappings, network-force kinds, blow-up policies.
+
+The command-line front ends take their ``choices`` from here, and the library checks against the same
+tables, so a name is written once.
+"""
+
+#: backend name -> one-line description (the implementation of energies and forces; chosen by
+#: :func:`flashschnet.backends.resolve_backend`)
+BACKENDS = {
+    "reference": "mlcg-style PyTorch: materialised edge tensors, scatter-add, autograd forces",
+    "torch": "fused algorithm in PyTorch (CPU): half list + Verlet skin, chunked edges, exact hand-written forces",
+    "triton": "fused Triton kernels (CUDA; CPU only under TRITON_INTERPRET=1)",
+}
+
+#: 16-bit weight variant -> (storage dtype name, per-channel scales), None = unquantized
+#: (see :func:`flashschnet.quantize`)
+VARIANTS = {
+    "none": None,
+    "fp16": ("float16", True),
+    "bf16": ("bfloat16", True),
+    "fp16-cast": ("float16", False),
+    "bf16-cast": ("bfloat16", False),
+}
+
+#: network arithmetic: precision name -> torch dtype name
+PRECISIONS = {"single": "float32", "double": "float64"}
+
+#: CG mappings of an all-atom structure (tables in :mod:`flashschnet.cg.tables`)
+MAPPINGS = ("5bead", "ca")
+
+#: how the network enters an OpenMM System: an openmm-torch TorchForce or an openmm.PythonForce
+NETWORK_FORCES = ("torch", "python")
+
+#: what a replica that blows up does to a run: end it, or freeze that replica and go on
+ON_BLOWUP = ("stop", "drop")

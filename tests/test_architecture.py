@@ -1,0 +1,148 @@
+"""The package's import structure (docs/architecture.md), checked by reading the source (AST), not by importing.
+
+* no import cycle among the modules of ``model/`` (``flashschnet``) and ``plugin/`` (``flashschnet.openmm``),
+  counting every import, also those inside functions (a late import still ties two modules together), except
+  those under ``if TYPE_CHECKING:`` (never run);
+* ``model/`` never imports openmm (or anything of ``flashschnet.openmm``);
+* ``flashschnet.names`` (the names the command-line tools offer) imports nothing heavy.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Dict, List, Set
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"model": "flashschnet", "plugin": "flashschnet.openmm", "scripts": "flashschnet.scripts"}
+
+
+def _module_names() -> Dict[str, Path]:
+    """Module name -> file, for every .py file of the source folders (a package is its ``__init__``)."""
+    found = {}
+    for folder, pkg in PACKAGES.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join([pkg] + parts)] = path
+    return found
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or \
+        (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST) -> List[ast.AST]:
+    """Every Import/ImportFrom node, skipping ``if TYPE_CHECKING:`` bodies."""
+    out = []
+
+    def visit(node):
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return out
+
+
+def import_graph() -> Dict[str, Set[str]]:
+    """module -> the modules of the project it imports (``from pkg import name`` counts as importing
+    ``pkg.name`` when that is a module, else ``pkg``)."""
+    modules = _module_names()
+    graph: Dict[str, Set[str]] = {}
+    for name, path in modules.items():
+        is_pkg = path.name == "__init__.py"
+        base = name if is_pkg else name.rsplit(".", 1)[0]
+        edges: Set[str] = set()
+        for node in _imports(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                if node.level:
+                    anchor = base.split(".")
+                    anchor = anchor[:len(anchor) - (node.level - 1)]
+                    mod = ".".join(anchor + ([node.module] if node.module else []))
+                else:
+                    mod = node.module or ""
+                targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in modules else mod for a in node.names]
+            for t in targets:
+                # the nearest project module named by the import (import a.b.c -> a.b.c, or its package)
+                while t and t not in modules:
+                    t = t.rsplit(".", 1)[0] if "." in t else ""
+                if t and t != name:
+                    edges.add(t)
+        graph[name] = edges
+    return graph
+
+
+def find_cycle(graph: Dict[str, Set[str]]) -> List[str]:
+    """One import cycle (its modules, the first repeated at the end), or []."""
+    state: Dict[str, int] = {}
+    stack: List[str] = []
+
+    def dfs(n):
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if m not in state:
+                found = dfs(m)
+                if found:
+                    return found
+        stack.pop()
+        state[n] = 2
+        return []
+
+    for n in sorted(graph):
+        if n not in state:
+            found = dfs(n)
+            if found:
+                return found
+    return []
+
+
+def test_no_import_cycle_in_model_or_plugin():
+    graph = {k: v for k, v in import_graph().items() if not k.startswith("flashschnet.scripts")}
+    cycle = find_cycle(graph)
+    assert not cycle, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_the_graph_sees_late_and_relative_imports(tmp_path):
+    # the scan reads imports inside functions and resolves relative ones: a known late import is an edge
+    graph = import_graph()
+    assert "flashschnet.fused.triton_engine" in graph["flashschnet.fused.op"]      # imported inside a function
+    assert "flashschnet.errors" in graph["flashschnet.backends"]                    # from .errors import ...
+
+
+def test_model_never_imports_openmm():
+    offenders = []
+    for name, path in _module_names().items():
+        if not name.startswith("flashschnet.") or name.startswith(("flashschnet.openmm", "flashschnet.scripts")):
+            continue
+        for node in _imports(ast.parse(path.read_text(), str(path))):
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if node.__class__ is ast.ImportFrom and node.level:
+                depth = len(name.split(".")) - (0 if path.name == "__init__.py" else 1) - (node.level - 1)
+                mods = [".".join(name.split(".")[:depth] + ([node.module] if node.module else []))]
+            for m in mods:
+                if m.split(".")[0] in ("openmm", "simtk", "openmmtorch", "openmmml") or m.startswith("flashschnet.openmm"):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {m}")
+    assert not offenders, "; ".join(offenders)
+
+
+def test_names_module_imports_nothing_heavy():
+    tree = ast.parse((ROOT / "model" / "names.py").read_text())
+    assert not _imports(tree), "flashschnet.names must stay plain data (the CLIs build their parsers from it)"
