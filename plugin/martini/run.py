@@ -22,12 +22,7 @@ import openmm.app as app
 import openmm.unit as u
 
 from ...errors import InputError
-from ..dcd import truncate_dcd
-from ..reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter, read_checkpoint,
-                         truncate_csv)
-from ..runner import (check_run_settings, checkpoint_hint, integrate, make_run_dir, ns_per_day, open_run_dir, run_dir,
-                      write_run_json)
-from ..simulate import RunResult
+from ..runner import MDJob, RunResult, check_run_settings, make_run_dir, open_run_dir, run_dir, run_job
 from .prepare import check_forcefield_dir, prepare_system
 from .system import build_system, read_gro
 from .topology import Topology, read_topology
@@ -111,7 +106,6 @@ def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool 
     checkpoint."""
     s = settings
     out = run_dir(s.out)
-    ckpt_path = os.path.join(out, "checkpoint.chk")
     s.forcefield_dir = os.path.abspath(s.forcefield_dir) if s.forcefield_dir else s.forcefield_dir
     for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, inherit=("checkpoint_interval", "seed")).items():
         setattr(s, key, value)
@@ -141,27 +135,13 @@ def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool 
     if len(pos) != top.n_particles():
         raise InputError(f"{folder}: system.gro has {len(pos)} particles but system.top describes {top.n_particles()}")
 
-    # 2. System, integrator, Simulation ------------------------------------------------------------------------
+    # 2. System; a new run starts minimised ---------------------------------------------------------------------
     system = build_system(top, box)
     topology = openmm_topology(top, box)
-    dt_ps = (s.dt_fs * u.femtosecond).value_in_unit(u.picosecond)
-    integrator = openmm.LangevinMiddleIntegrator(s.temperature_K * u.kelvin, s.friction_per_ps / u.picosecond,
-                                                 dt_ps * u.picosecond)
-    integrator.setRandomNumberSeed(int(s.seed))
-    platform = openmm.Platform.getPlatformByName(s.platform)
-    properties = {"Threads": str(int(s.threads))} if s.threads and s.platform == "CPU" else {}
-    simulation = app.Simulation(topology, system, integrator, platform, properties)
+    n = system.getNumParticles()
+    atoms = list(topology.atoms())
 
-    dcd_path, log_path = os.path.join(out, "trajectory.dcd"), os.path.join(out, "log.csv")
-    if resume:
-        meta, blob = read_checkpoint(ckpt_path)
-        simulation.context.loadCheckpoint(blob)
-        simulation.currentStep = int(meta["step"])
-        truncate_dcd(dcd_path, meta["dcd_bytes"][0], meta["dcd_frames"])
-        truncate_csv(log_path, meta["step"])
-        echo(f"resuming {out} at step {meta['step']}")
-    else:
-        write_run_json(out, {k: v for k, v in asdict(s).items() if k not in ("out", "steps", "threads")})
+    def start(simulation) -> None:
         simulation.context.setPositions(pos)
         simulation.context.computeVirtualSites()
         e0 = simulation.context.getState(getEnergy=True).getPotentialEnergy().value_in_unit(u.kilojoule_per_mole)
@@ -172,29 +152,17 @@ def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool 
         echo(f"note: energy minimisation {e0:.6g} -> {e1:.6g} kJ/mol")
         with open(os.path.join(out, "topology.pdb"), "w") as f:
             app.PDBFile.writeFile(topology, state.getPositions(), f)
-        simulation.context.setVelocitiesToTemperature(s.temperature_K * u.kelvin, int(s.seed))
-
-    # 3. reporters: health first, so nothing records a broken state ------------------------------------------
-    n = system.getNumParticles()
-    atoms = list(topology.atoms())
 
     def label(i: int) -> str:
         a = atoms[i]
         return f"particle {i} ({a.residue.chain.id} {a.residue.name}{a.residue.id} {a.name})"
 
-    masses = np.array([system.getParticleMass(i).value_in_unit(u.dalton) for i in range(n)])
-    dcd = ReplicaDCDReporter([dcd_path], s.report_interval, topology, dt_ps, append=resume, first_step=s.report_interval)
-    log = ReplicaCSVReporter(log_path, s.report_interval, 1, masses, dt_ps, None, append=resume,
-                             dof=degrees_of_freedom(system))
-    checkpoint = CheckpointReporter(ckpt_path, s.checkpoint_interval, before_save=lambda: (dcd.sync(), log.sync()),
-                                    extra=lambda: {"dcd_bytes": dcd.sizes(), "dcd_frames": dcd.frames})
-    hint = checkpoint_hint(checkpoint, simulation.currentStep if resume else None)
-    health = HealthReporter(s.report_interval, 1, n, bead_label=label, max_force=s.max_force, checkpoint_hint=hint)
-    simulation.reporters.extend([health, dcd, log, checkpoint])
-
-    # 4. run -----------------------------------------------------------------------------------------------
-    done, wall = integrate(simulation, s.steps, s.report_interval, health, checkpoint, hint, outputs=(dcd, log),
-                           clock=log, check_first=not resume, progress=progress, desc=f"MARTINI {n} particles")
-    return RunResult(out=out, steps_done=simulation.currentStep, replicas=1, n_beads=n,
-                     ns_per_day_per_replica=ns_per_day(done, dt_ps, wall))
-
+    # 3. run (the scaffold shared with flashschnet-simulate): one replica, its energy the state's ---------------
+    job = MDJob(out=out, settings=s, topology=topology, system=system, replicas=1, particles=n,
+                trajectories=[os.path.join(out, "trajectory.dcd")], trajectory_topology=topology,
+                masses_amu=np.array([system.getParticleMass(i).value_in_unit(u.dalton) for i in range(n)]),
+                start=start, run_json={k: v for k, v in asdict(s).items() if k not in ("out", "steps", "threads")},
+                label=label, dof=degrees_of_freedom(system),
+                properties={"Threads": str(int(s.threads))} if s.threads and s.platform == "CPU" else {},
+                desc=f"MARTINI {n} particles")
+    return run_job(job, resume=resume, progress=progress, echo=echo)

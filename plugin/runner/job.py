@@ -1,0 +1,198 @@
+"""The run scaffold both engines use: an OpenMM System in, a run directory out.
+
+:func:`flashschnet.openmm.simulate.run` (the CG network) and :func:`flashschnet.openmm.martini.run.run_martini`
+(MARTINI 3) each build their System and describe it as an :class:`MDJob`; :func:`run_job` does the rest, the
+same way for both: the Langevin integrator, the Simulation, a new start (``run.json``, the engine's own start:
+positions, minimisation, topology file; velocities) or a resume (the checkpoint loaded, trajectories and log cut
+back to it, dropped replicas frozen again), the reporters (health first, one DCD per replica, the CSV log, atomic
+checkpoints), the step loop, and the result.
+
+A replica that blows up (``job.on_blowup``): ``"stop"`` ends the run (:class:`SimulationInstabilityError`, the
+last good checkpoint kept); ``"drop"`` freezes it at its last good frame (:func:`~.loop.freeze_replicas`), prints
+``replica R dropped at step S: reason``, records it in ``dropped.json`` and in the checkpoint (a resumed run
+freezes it again) and stops its frames and log rows; losing the last replica ends the run as ``"stop"`` does.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+import openmm
+import openmm.app as app
+import openmm.unit as u
+
+from ...errors import SimulationInstabilityError
+from ..dcd import truncate_dcd
+from ..reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter, read_checkpoint,
+                         truncate_csv)
+from .directory import make_run_dir, write_dropped, write_run_json
+from .loop import checkpoint_hint, freeze_replicas, integrate, ns_per_day
+
+
+@dataclass
+class RunResult:
+    """What a finished run reports (speed: the step loop only, reporters included)."""
+
+    out: str
+    steps_done: int
+    replicas: int
+    n_beads: int
+    ns_per_day_per_replica: float
+    notes: List[str] = field(default_factory=list)
+    dropped: List[int] = field(default_factory=list)     # replicas dropped (on_blowup="drop"), in order
+    on_blowup: str = "stop"
+
+
+@dataclass
+class MDJob:
+    """An engine's System, described for :func:`run_job`.
+
+    Attributes
+    ----------
+    out : str
+        The run directory (absolute; checked by :func:`~.directory.open_run_dir`).
+    settings : object
+        The run settings (validated): ``steps, dt_fs, temperature_K, friction_per_ps, seed, platform,
+        report_interval, checkpoint_interval, max_force``.
+    topology, system
+        The whole System's OpenMM topology and System (``replicas`` packed copies: replica ``r`` owns
+        particles ``r*particles .. r*particles+particles-1``).
+    replicas, particles : int
+    trajectories : list of str
+        One DCD path per replica.
+    trajectory_topology : openmm.app.Topology
+        One replica's topology (the DCD files' atoms).
+    masses_amu : ndarray [particles]
+        One replica's masses (for the temperature).
+    start : callable(Simulation)
+        Starts a new run: positions (and whatever else the engine does first: minimisation, the topology
+        file). Velocities are drawn afterwards, here.
+    run_json : dict
+        What a new run writes to ``run.json`` (the settings a resumed run must match).
+    label : callable(int) -> str
+        Names particle ``i`` of a replica in messages.
+    replica_energies : callable or None
+        ``positions_nm [R*particles, 3] -> [R]`` potential energies in kJ/mol for the log, computed by the code
+        that drives the dynamics (:class:`~flashschnet.openmm.energies.ReplicaEnergies`); None (one replica
+        only): the state's potential energy.
+    dof : int or None
+        Degrees of freedom per replica for the temperature (default 3 x particles).
+    properties : dict
+        OpenMM platform properties.
+    on_blowup : {"stop", "drop"}
+    reporters : sequence
+        More OpenMM reporters, after the built-in ones (so only with states the health check passed).
+    desc : str
+        The progress bar's label.
+    """
+
+    out: str
+    settings: object
+    topology: app.Topology
+    system: openmm.System
+    replicas: int
+    particles: int
+    trajectories: Sequence[str]
+    trajectory_topology: app.Topology
+    masses_amu: np.ndarray
+    start: Callable[[app.Simulation], None]
+    run_json: Dict[str, object]
+    label: Callable[[int], str]
+    replica_energies: Optional[Callable[[np.ndarray], np.ndarray]] = None
+    dof: Optional[int] = None
+    properties: Dict[str, str] = field(default_factory=dict)
+    on_blowup: str = "stop"
+    reporters: Sequence = ()
+    desc: str = ""
+
+
+def run_job(job: MDJob, resume: bool = False, progress: bool = True,
+            echo: Callable[[str], None] = print) -> RunResult:
+    """Run (or resume) ``job`` to step ``job.settings.steps``; see the module docstring. Raises
+    :class:`SimulationInstabilityError` (after keeping the last good checkpoint) when the simulation blows up."""
+    s, out, R, N = job.settings, job.out, job.replicas, job.particles
+    ckpt_path = os.path.join(out, "checkpoint.chk")
+    log_path = os.path.join(out, "log.csv")
+    dropped_path = os.path.join(out, "dropped.json")
+    meta, blob, dropped = None, None, []
+    if resume:
+        meta, blob = read_checkpoint(ckpt_path)
+        dropped = list(meta.get("dropped", []))
+        for d in dropped:                        # frozen replicas stay frozen
+            for i in range(int(d["replica"]) * N, (int(d["replica"]) + 1) * N):
+                job.system.setParticleMass(i, 0.0)
+
+    # the Simulation --------------------------------------------------------------------------------------------
+    dt_ps = (s.dt_fs * u.femtosecond).value_in_unit(u.picosecond)
+    integrator = openmm.LangevinMiddleIntegrator(s.temperature_K * u.kelvin, s.friction_per_ps / u.picosecond,
+                                                 dt_ps * u.picosecond)
+    integrator.setRandomNumberSeed(int(s.seed))
+    platform = openmm.Platform.getPlatformByName(s.platform)
+    simulation = app.Simulation(job.topology, job.system, integrator, platform, job.properties)
+
+    # a new start, or the checkpoint and the outputs cut back to it ----------------------------------------------
+    make_run_dir(out)
+    if resume:
+        simulation.context.loadCheckpoint(blob)
+        simulation.currentStep = int(meta["step"])
+        frames = meta["dcd_frames"]
+        frames = frames if isinstance(frames, list) else [frames] * R      # older checkpoints: one count
+        for path, nbytes, nframes in zip(job.trajectories, meta["dcd_bytes"], frames):
+            truncate_dcd(path, nbytes, nframes)
+        truncate_csv(log_path, meta["step"])
+        write_dropped(dropped_path, dropped)     # a drop after the checkpoint happens again (or not) now
+        if os.path.exists(ckpt_path + ".tmp"):   # a save the last run did not finish
+            os.remove(ckpt_path + ".tmp")
+        echo(f"resuming {out} at step {meta['step']}" +
+             (f" ({len(dropped)} of {R} replicas dropped)" if dropped else ""))
+    else:
+        write_run_json(out, job.run_json)
+        job.start(simulation)
+        simulation.context.setVelocitiesToTemperature(s.temperature_K * u.kelvin, int(s.seed))
+
+    # reporters: health first, so nothing records a broken state -----------------------------------------------------
+    dcd = ReplicaDCDReporter(job.trajectories, s.report_interval, job.trajectory_topology, dt_ps, append=resume,
+                             first_step=s.report_interval)
+    log = ReplicaCSVReporter(log_path, s.report_interval, R, job.masses_amu, dt_ps, job.replica_energies,
+                             append=resume, dof=job.dof)
+
+    def sync_outputs() -> None:
+        dcd.sync()
+        log.sync()
+
+    checkpoint = CheckpointReporter(ckpt_path, s.checkpoint_interval, before_save=sync_outputs,
+                                    extra=lambda: {"dcd_bytes": dcd.sizes(), "dcd_frames": dcd.frame_counts,
+                                                   "dropped": list(dropped)})
+    hint = checkpoint_hint(checkpoint, simulation.currentStep if resume else None)
+
+    def drop(simulation, bad, step: int) -> None:
+        for r, reason in bad:
+            if not np.isfinite(health.last_good[r]).all():
+                raise SimulationInstabilityError(f"step {step}: replica {r}: {reason}; it has no good frame to be "
+                                                 f"frozen at; stopping ({hint()})")
+        freeze_replicas(simulation, [r for r, _ in bad], N, {r: health.last_good[r] for r, _ in bad})
+        for r, reason in bad:
+            dcd.active[r] = log.active[r] = False
+            dropped.append({"replica": int(r), "step": int(step), "reason": reason})
+            echo(f"replica {r} dropped at step {step}: {reason}")
+        write_dropped(dropped_path, dropped)
+        if not health.active.any():
+            raise SimulationInstabilityError(f"step {step}: all {R} replicas dropped; stopping ({hint()})")
+
+    health = HealthReporter(s.report_interval, R, N, bead_label=job.label, max_force=s.max_force,
+                            checkpoint_hint=hint, on_blowup=job.on_blowup, drop=drop)
+    for d in dropped:
+        r = int(d["replica"])
+        health.active[r] = dcd.active[r] = log.active[r] = False
+    start = simulation.context.getState(getPositions=True).getPositions(asNumpy=True)
+    health.remember(start.value_in_unit(u.nanometer))     # what a drop before the first check falls back to
+    simulation.reporters.extend([health, dcd, log, checkpoint, *job.reporters])
+
+    # the step loop -----------------------------------------------------------------------------------------------
+    done, wall = integrate(simulation, s.steps, s.report_interval, health, checkpoint, hint, outputs=(dcd, log),
+                           clock=log, check_first=not resume, progress=progress, desc=job.desc)
+    return RunResult(out=out, steps_done=simulation.currentStep, replicas=R, n_beads=N,
+                     ns_per_day_per_replica=ns_per_day(done, dt_ps, wall),
+                     dropped=[int(d["replica"]) for d in dropped], on_blowup=job.on_blowup)
