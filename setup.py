@@ -30,6 +30,33 @@ def _requirements(name):
     return [ln.split("#", 1)[0].strip() for ln in lines if ln.split("#", 1)[0].strip()]
 
 
+# Compatible ranges. The exact set we verified is requirements.txt (tools/venv.sh installs it; the extra
+# ``pinned`` is that set). Lower bounds: the verified release lines. Upper bounds: known breakages --
+# torch >= 2.10 fails at every TorchForce call with openmmtorch 1.5; openmm 8.6 breaks openmmtorch 1.5's XML
+# (de)serialization; numpy 2.4 breaks Triton's interpreter (the CPU kernel tests); insane 1.2.0 imports
+# pkg_resources, which setuptools 81 removed; openmm-ml 1.8 needs openmm >= 8.6.1.
+#: what flashschnet-simulate, -convert, -benchmark, -train md and flashschnet.openmm.build_system need
+CORE = [
+    "torch>=2.9,<2.10",
+    "openmm>=8.5,<8.6",
+    "openmmtorch>=1.5,<1.6",
+    "numpy>=1.26,<2.4",
+    "mdtraj>=1.11,<2",
+    "tqdm>=4.66",
+]
+EXTRAS = {
+    # flashschnet-martini, flashschnet-compare: martinize2 (vermouth) and insane write the MARTINI system
+    "martini": ["vermouth>=0.15,<0.16", "insane>=1.2,<1.3", "setuptools>=70,<81"],
+    # figures (flashschnet-analyze, -compare, -train fit/validate) and HDF5 trajectories (mdtraj via PyTables)
+    "analysis": ["matplotlib>=3.8", "tables>=3.11"],
+    # MLPotential("flashschnet") in OpenMM-ML
+    "openmmml": ["openmmml>=1.7,<1.8"],
+    "test": [r for r in _requirements("requirements-test.txt") if r.startswith(("pytest", "hypothesis"))],
+}
+EXTRAS["all"] = sorted({r for extra in ("martini", "analysis", "openmmml", "test") for r in EXTRAS[extra]})
+EXTRAS["pinned"] = _requirements("requirements.txt")      # the verified versions, exactly
+
+
 setup(
     name="flashschnet",
     version="0.1.0",
@@ -39,13 +66,14 @@ setup(
     python_requires=">=3.10",
     packages=_packages(),
     package_dir={"flashschnet": "model", "flashschnet.openmm": "plugin", "flashschnet.scripts": "scripts"},
-    install_requires=_requirements("requirements.txt"),
-    extras_require={"test": [r for r in _requirements("requirements-test.txt") if r.startswith(("pytest", "hypothesis"))]},
+    # the default structure of flashschnet-benchmark (read with importlib.resources)
+    package_data={"flashschnet": ["data/*.pdb"]},
+    install_requires=CORE,
+    extras_require=EXTRAS,
     entry_points={
         "console_scripts": [
             "flashschnet-simulate = flashschnet.scripts.simulate:main",
             "flashschnet-benchmark = flashschnet.scripts.benchmark:main",
-            "flashschnet-quantization-report = flashschnet.scripts.quantization_report:main",
             "flashschnet-martini = flashschnet.scripts.martini:main",
             "flashschnet-compare = flashschnet.scripts.compare:main",
             "flashschnet-convert = flashschnet.scripts.convert:main",

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import platform
 from typing import Iterable, List, Optional
 
 
@@ -106,15 +105,10 @@ def _writable_dir(directory: str, what: str) -> None:
 
 
 def cpu_model() -> str:
-    """The CPU's model name as /proc/cpuinfo gives it."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+    """The CPU's model name as /proc/cpuinfo gives it (:func:`flashschnet.openmm.benchmark.machine.cpu_model`)."""
+    from flashschnet.openmm.benchmark.machine import cpu_model as _cpu_model
+
+    return _cpu_model()
 
 
 def add_run_arguments(p: argparse.ArgumentParser, dt_fs: float, report_interval: int, seed_help: str,
@@ -139,10 +133,31 @@ def add_run_arguments(p: argparse.ArgumentParser, dt_fs: float, report_interval:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+#: optional dependency (import name) -> the extra of setup.py that installs it (``pip install 'flashschnet[X]'``)
+EXTRAS = {"matplotlib": "analysis", "tables": "analysis", "vermouth": "martini", "insane": "martini",
+          "openmmml": "openmmml"}
+def missing_extra_message(module: str) -> str:
+    """One line: ``module`` is missing, and the ``pip install`` of the extra that brings it."""
+    return f"{module} is not installed (an optional dependency); pip install 'flashschnet[{EXTRAS[module]}]'"
+
+
+def require_extras(*modules: str) -> None:
+    """Raise :class:`~flashschnet.errors.InputError` (one line naming the extra to install) unless every one of
+    the optional ``modules`` (keys of :data:`EXTRAS`) can be imported; call it before the work starts."""
+    import importlib.util
+
+    from flashschnet.errors import InputError
+
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            raise InputError(missing_extra_message(module))
+
+
 def finish(prog: str, job, summary) -> int:
     """Run ``job(echo)`` and turn its outcome into an exit status, printing on stderr.
 
-    0: done (``summary(result)`` is printed); 2: bad input (:class:`InputError`, one line, no traceback);
+    0: done (``summary(result)`` is printed); 2: bad input (:class:`InputError`, one line, no traceback) or a
+    missing optional dependency (one line naming the extra to install, see :data:`EXTRAS`);
     3: the simulation blew up (:class:`SimulationInstabilityError`; the last good checkpoint is kept);
     130: interrupted.
     """
@@ -157,6 +172,11 @@ def finish(prog: str, job, summary) -> int:
         result = job(err)
     except InputError as exc:
         err(f"error: {exc}")
+        return 2
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in EXTRAS:
+            raise
+        err(f"error: {missing_extra_message(exc.name.split('.')[0])}")
         return 2
     except SimulationInstabilityError as exc:
         err(f"simulation unstable: {exc}")

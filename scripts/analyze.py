@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from ._cli import finish, float_type, int_type
+from ._cli import finish, float_type, int_type, require_extras
 
 #: a frame stride (a positive C int) and free-energy bins per axis (a 1000 x 1000 histogram at most)
 COUNT = int_type(1, 2**31 - 1)
@@ -59,6 +59,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
 
     def job(echo):
+        require_extras("matplotlib")                 # the figures
         from flashschnet.openmm.analyze import AnalyzeSettings, analyze
 
         settings = AnalyzeSettings(run_dir=args.run_dir, out=args.out, reference=args.reference,

@@ -14,7 +14,7 @@ from typing import List, Optional
 
 from flashschnet.names import BACKENDS
 
-from ._cli import cpu_model, finish
+from ._cli import cpu_model, finish, require_extras
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,8 +59,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return (f"done: MARTINI {m:.4g} ns/day, FlashSchNet {f:.4g} ns/day per replica x {result['flashschnet']['replicas']}; "
                 f"report in {args.out}/comparison.md (+ .json, .png)")
 
-    return finish("flashschnet-compare", lambda echo: compare(settings, machine=cpu_model(), progress=not args.quiet,
-                                                             echo=echo), summary)
+    def job(echo):
+        require_extras("matplotlib")                 # comparison.png
+        return compare(settings, machine=cpu_model(), progress=not args.quiet, echo=echo)
+
+    return finish("flashschnet-compare", job, summary)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import os
 import sys
 from typing import List, Optional
 
-from ._cli import SEED, THREADS, check_output_dir, check_output_file, finish, float_type, int_type
+from ._cli import SEED, THREADS, check_output_dir, check_output_file, finish, float_type, int_type, require_extras
 
 
 def _device(text: str) -> str:
@@ -88,6 +88,7 @@ def _fit(args, echo):
     from flashschnet.priors import save_priors
     from flashschnet.train import TrainSettings, fit_priors, map_reference, train_force_matching
 
+    require_extras("matplotlib")                     # loss.png
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
@@ -128,6 +129,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                 f"{h['baseline_val']:.4g}) at epoch {h['best_epoch']}; model {args.out}/best.pt")
 
     def job(echo):
+        require_extras("matplotlib")                 # validation.png
         from flashschnet.openmm.train_validate import validate
 
         check_output_dir(args.out, "--out")

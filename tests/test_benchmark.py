@@ -1,5 +1,6 @@
 """flashschnet-benchmark: --help through the console entry point, and a tiny end-to-end run (trp-cage,
-R = 1, 2, both CPU backends, a 2-step OpenMM run) checking the JSON and the printed table."""
+R = 1, 2, both CPU backends, a 2-step OpenMM run, the built-in default model) checking the JSON and the
+printed table. The run from an installed package outside the checkout: tests/test_packaging.py."""
 from __future__ import annotations
 
 import json
@@ -8,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from conftest import EXAMPLES
 from flashschnet.scripts.benchmark import main
@@ -125,10 +127,37 @@ def test_bad_quantize_list_is_refused(capsys):
     assert "quantize variants must be among" in capsys.readouterr().err
 
 
-def test_variant_names_match_the_library():
-    from flashschnet.nn.quant import VARIANTS
-    from flashschnet.scripts import benchmark, simulate
+def test_builtin_model_has_the_oracle_hyperparameters(fixture_a):
+    """The default model is mlcg_schnet_A's architecture (hidden 128, filters 128, 3 blocks, 50 Gaussian RBF,
+    15 A cosine), built in code with seeded random weights: the same network in every run."""
+    from flashschnet.checkpoint import mlcg_export_to_checkpoint
+    from flashschnet.config import normalize_config
+    from flashschnet.openmm.benchmark.defaults import default_model
 
-    assert tuple(VARIANTS) == benchmark._VARIANTS
-    action = next(a for a in simulate.build_parser()._actions if a.dest == "quantize")
-    assert tuple(action.choices) == tuple(VARIANTS)
+    model = default_model(backend="torch")
+    assert model.config == normalize_config(mlcg_export_to_checkpoint(fixture_a, "A")["config"])
+    again = default_model(backend="reference")
+    for (k, v), w in zip(model.network.state_dict().items(), again.network.state_dict().values()):
+        assert torch.equal(v, w), k
+    assert model.priors is None and model.network.embedding_layer.weight.dtype == torch.float32
+
+
+def test_paths_are_taken_from_the_cwd_only(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)          # examples/... exists in the checkout, not here
+    assert main(["--model", "examples/trpcage_placeholder.pt", "--out", str(tmp_path / "b.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("flashschnet-benchmark: error: --model") and "no such file" in err[0]
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_a_failing_configuration_is_an_error_row():
+    from flashschnet.openmm.benchmark.worker import measure
+
+    threads = torch.get_num_threads()            # measure() sets the configuration's threads
+    try:
+        out = measure({"kind": "energy_forces", "model": "/nonexistent/model.pt",
+                       "pdb": str(EXAMPLES / "1L2Y_trpcage.pdb"), "backend": "torch", "device": "cpu",
+                       "dtype": "float32", "threads": 1, "replicas": 1, "warmup": 0, "repeats": 1})
+    finally:
+        torch.set_num_threads(threads)
+    assert out["status"] == "error" and "\n" not in out["error"] and "nonexistent" in out["error"]

@@ -1,21 +1,21 @@
-"""flashschnet-quantization-report: --help through the console entry point, and a tiny run (one variant, the
-fused CPU path) that writes the Markdown report, the JSON and valid PNGs."""
+"""tools/quantization_report.py (a maintainer's report generator, not installed): --help run as a script, and a
+tiny run (one variant, the fused CPU path) that writes the Markdown report, the JSON and valid PNGs."""
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-from conftest import oracle_path
-from flashschnet.scripts.quantization_report import main
+from conftest import ROOT, oracle_path
+from helpers.tools import tool
 
-ENTRY = Path(sys.executable).parent / "flashschnet-quantization-report"
+main = tool("quantization_report").main
+SCRIPT = ROOT / "tools" / "quantization_report.py"
 
 
-def test_help_through_the_console_entry_point():
-    assert ENTRY.exists(), f"console entry point not installed at {ENTRY}"
-    res = subprocess.run([str(ENTRY), "--help"], capture_output=True, text=True, timeout=120)
+def test_help_run_as_a_script(tmp_path):
+    res = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     for flag in ("--out", "--variants", "--langevin-steps", "--nve-steps", "--oracle", "--quick"):
         assert flag in res.stdout
@@ -27,6 +27,7 @@ def test_quick_report(tmp_path, capsys):
                "--quiet", "--oracle", str(oracle_path("mlcg_schnet_A.pt"))])
     assert rc == 0
     report = json.loads((out / "quantization.json").read_text())
+    assert report["settings"]["command"].startswith("python tools/quantization_report.py --quick")
     datasets = {r["dataset"].split(" ")[0] for r in report["frame_errors"]}
     assert datasets == {"mlcg", "Langevin"}
     fp16 = [r for r in report["frame_errors"] if r["variant"] == "fp16"]
@@ -58,7 +59,7 @@ def test_quick_report(tmp_path, capsys):
 def test_drift_fit_recovers_a_known_slope():
     import numpy as np
 
-    from flashschnet.openmm.quant_accuracy import drift_fit
+    drift_fit = tool("quant_accuracy").drift_fit
 
     t = np.linspace(0.0, 10.0, 201)                        # ps
     noise = np.random.default_rng(0).normal(0.0, 0.5, t.size)

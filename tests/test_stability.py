@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from conftest import EXAMPLES
-from flashschnet.openmm.quant_accuracy import langevin_check
+from helpers.tools import tool
+
+langevin_check = tool("quant_accuracy").langevin_check   # tools/quant_accuracy.py
 
 
 @pytest.mark.slow

@@ -61,8 +61,8 @@ def _tool(name: str, package: str) -> str:
     here = os.path.join(os.path.dirname(sys.executable), name)
     path = here if os.access(here, os.X_OK) else shutil.which(name)
     if not path:
-        raise InputError(f"{name} not found next to {sys.executable} or on PATH; install it with "
-                         f"`pip install {package}`")
+        raise InputError(f"{name} not found next to {sys.executable} or on PATH ({package}); "
+                         "pip install 'flashschnet[martini]' (martinize2 and insane, pinned)")
     return path
 
 

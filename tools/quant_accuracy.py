@@ -1,4 +1,7 @@
-"""Measurements behind ``flashschnet-quantization-report``: the accuracy cost of channel-wise 16-bit weights.
+"""Measurements behind ``python tools/quantization_report.py``: the accuracy cost of channel-wise 16-bit weights.
+
+A maintainer's tool (not installed with the package; it was ``flashschnet.openmm.quant_accuracy``), imported by
+``tools/quantization_report.py`` and by the tests.
 
 * :func:`frame_errors` -- energies and forces of each 16-bit variant against the unquantized model, on given
   frames, for each backend (float32 arithmetic; the truth is the unquantized model in float64);
@@ -18,14 +21,17 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import torch
 
-from ..checkpoint import load_model
-from ..errors import SimulationInstabilityError
-from ..nn.quant import QDTYPES, VARIANTS, apply_variant, dequantize_weight, quantize_weight
+from flashschnet.checkpoint import load_model
+from flashschnet.errors import SimulationInstabilityError
+from flashschnet.loaded import as_loaded
+from flashschnet.names import VARIANTS
+from flashschnet.nn.quant import QDTYPES, dequantize_weight, quantize_weight
+from flashschnet.transforms import apply_variant
 
 
 def _quantizable(model):
     """``(name, weight [out, in] float64)`` of every Linear that :func:`flashschnet.quantize` stores in 16 bits."""
-    for name, mod in model.named_modules():
+    for name, mod in as_loaded(model).network.named_modules():
         if isinstance(mod, torch.nn.Linear) and (".filter_network." in name or name.startswith("output_network.")):
             yield name, mod.weight.detach().double()
 
@@ -114,7 +120,7 @@ def langevin_check(pdb: str, model_path: str, variant: str, steps: int, out_dir:
     mean temperature within 240-360 K."""
     import mdtraj as md
 
-    from .simulate import RunSettings, run
+    from flashschnet.openmm.simulate import RunSettings, run
 
     res: Dict[str, object] = {"variant": variant, "steps": steps}
     settings = RunSettings(pdb=pdb, model=model_path, out=out_dir, steps=steps, seed=seed, quantize=variant,
@@ -162,7 +168,7 @@ def nve_drift(mol, model, priors, positions_nm: np.ndarray, velocities_nm_ps: np
     import openmm
     import openmm.unit as u
 
-    from .system import build_system
+    from flashschnet.openmm.system import build_system
 
     system = build_system(mol, model, replicas=1, priors=priors)
     integrator = openmm.VerletIntegrator(dt_fs * 1e-3)

@@ -1,0 +1,14 @@
+"""flashschnet.openmm.benchmark: the measurements behind ``flashschnet-benchmark``.
+
+* :mod:`.defaults` -- what is measured when not told otherwise, with no checkout needed: the BPTI structure
+  shipped as package data and a CGSchNet built in code (the CGSchNet architecture, seeded random weights);
+* :mod:`.measure` -- one configuration: ``energy_forces`` timing and peak memory, or the OpenMM step loop;
+* :mod:`.machine` -- what machine the numbers come from;
+* :mod:`.report` -- labels, ratios, the memory predictions that skip a configuration, the printed table, the
+  JSON file;
+* :mod:`.worker` -- one configuration in a fresh process: ``python -m flashschnet.openmm.benchmark.worker
+  '<json>'`` prints ``BENCHMARK_RESULT <json>`` as its last line; :func:`.worker.run_worker` starts it.
+
+The command line (argument parsing, the loop over configurations, printing) is ``flashschnet.scripts.benchmark``.
+Nothing is imported here, so that ``python -m flashschnet.openmm.benchmark.worker`` runs the worker module once.
+"""

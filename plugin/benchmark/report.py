@@ -1,0 +1,121 @@
+"""A benchmark report: configuration labels, ratios, memory predictions, the printed table and the JSON file.
+
+A report is a dict: ``machine`` (:func:`.machine.machine_info`), ``settings``, ``results`` (one entry per
+energy_forces configuration: ``backend``, ``quantize``, ``replicas``, ``status`` ok|skipped|error and the
+measurement of :func:`.measure.energy_forces` or the ``reason``/``error``), ``ratios``
+(:func:`compute_ratios`), ``openmm`` (one entry per OpenMM run) and ``total_wall_s``.
+
+Ratios (speed-up vs reference, memory as % of reference) are given only for R where the unquantized reference
+and the other configuration were both measured in the same invocation; predictions are never shown as
+measurements.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+
+def label(backend: str, quantize: str = "none") -> str:
+    """A configuration's name in tables and ratios: the backend, with ``+VARIANT`` for 16-bit weights."""
+    return backend if quantize in (None, "none") else f"{backend}+{quantize}"
+
+
+def _label(r: Dict[str, Any]) -> str:
+    return label(r["backend"], r.get("quantize", "none"))
+
+
+def compute_ratios(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Speed-up vs the unquantized reference and memory as % of it, for every measured configuration whose R
+    the reference was measured at too."""
+    ok = {(_label(r), r["replicas"]): r for r in results if r["status"] == "ok"}
+    ratios = []
+    for (name, R), r in sorted(ok.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        ref = ok.get(("reference", R))
+        if name == "reference" or ref is None:
+            continue
+        mem_pct = (100.0 * r["peak_extra_mb"] / ref["peak_extra_mb"]) if ref["peak_extra_mb"] > 0 else None
+        ratios.append({
+            "backend": r["backend"], "quantize": r.get("quantize", "none"), "label": name, "replicas": R,
+            "speedup_vs_reference": ref["median_ms"] / r["median_ms"],
+            "memory_pct_of_reference": mem_pct,
+        })
+    return ratios
+
+
+def predict_mb(results: List[Dict[str, Any]], name: str, R: int, strict: bool = True) -> Optional[Dict[str, Any]]:
+    """Peak extra memory of configuration ``name`` (see :func:`label`) at R, predicted linearly in R from the
+    largest smaller R measured (``strict=False``: smaller or equal): ``{predicted_mb, from_replicas}``, or None
+    when there is no such measurement."""
+    done = [r for r in results if _label(r) == name and r["status"] == "ok"
+            and (r["replicas"] < R if strict else r["replicas"] <= R)]
+    if not done:
+        return None
+    base = max(done, key=lambda r: r["replicas"])
+    return {"predicted_mb": base["peak_extra_mb"] * R / base["replicas"], "from_replicas": base["replicas"]}
+
+
+def _fmt(x: Optional[float], spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def format_table(report: Dict[str, Any]) -> str:
+    """The report as the plain-text table ``flashschnet-benchmark`` prints."""
+    ratio = {(q.get("label", q["backend"]), q["replicas"]): q for q in report["ratios"]}
+    head = ["backend", "R", "median ms", "min ms", "ns/day/rep", "ns/day aggr", "peak extra MB", "weights KB",
+            "speed-up vs ref", "mem % of ref"]
+    rows = []
+    for r in report["results"]:
+        name = _label(r)
+        if r["status"] != "ok":
+            rows.append([name, str(r["replicas"]), f"{r['status']}: {r.get('reason') or r.get('error')}"])
+            continue
+        q = ratio.get((name, r["replicas"]))
+        rows.append([
+            name, str(r["replicas"]), _fmt(r["median_ms"], ".1f"), _fmt(r["min_ms"], ".1f"),
+            _fmt(r["ns_per_day_per_replica"], ".4g"), _fmt(r["ns_per_day_aggregate"], ".4g"),
+            _fmt(r["peak_extra_mb"], ".1f"), _fmt(r.get("weights_kb"), ".1f"),
+            ("1.00x" if name == "reference" else
+             (f"{q['speedup_vs_reference']:.2f}x" if q else "-")),
+            ("100%" if name == "reference" else
+             (_fmt(q["memory_pct_of_reference"], ".1f") + "%" if q and q["memory_pct_of_reference"] is not None
+              else "-")),
+        ])
+    widths = [max(len(h), *(len(row[i]) for row in rows if len(row) > 3)) if any(len(row) > 3 for row in rows)
+              else len(h) for i, h in enumerate(head)]
+    lines = []
+    m, s = report["machine"], report["settings"]
+    lines.append(f"flashschnet-benchmark: {s['pdb_name']} ({s['n_beads']} beads), device {m['device']} "
+                 f"({m['device_name']}), dtype {s['dtype']}, threads {m['threads']}, "
+                 f"repeats {s['repeats']}, warmup {s['warmup']}")
+    lines.append("  ".join(h.rjust(w) for h, w in zip(head, widths)))
+    lines.append("  ".join("-" * w for w in widths))
+    for row in rows:
+        if len(row) == 3:
+            lines.append("  ".join(c.rjust(w) for c, w in zip(row[:2], widths[:2])) + "  " + row[2])
+        else:
+            lines.append("  ".join(c.rjust(w) for c, w in zip(row, widths)))
+    if report["openmm"]:
+        lines.append("")
+        lines.append("OpenMM (packed replicas, network only, LangevinMiddle 4 fs):")
+        lines.append(f"{'backend':>14}  {'platform':>8}  {'R':>3}  {'steps':>5}  {'ms/step':>10}  "
+                     f"{'ns/day/rep':>10}  {'ns/day aggr':>11}")
+        for o in report["openmm"]:
+            if o["status"] != "ok":
+                lines.append(f"{_label(o):>14}  {o.get('platform', '-'):>8}  {o['replicas']:>3}  {o['steps']:>5}  "
+                             f"{o['status']}: {o.get('error')}")
+            else:
+                lines.append(f"{_label(o):>14}  {o['platform']:>8}  {o['replicas']:>3}  {o['steps']:>5}  "
+                             f"{o['ms_per_step']:>10.1f}  {o['ns_per_day_per_replica']:>10.4g}  "
+                             f"{o['ns_per_day_aggregate']:>11.4g}")
+    return "\n".join(lines)
+
+
+def write_json(report: Dict[str, Any], path) -> Path:
+    """Write the report atomically (temporary file + rename): a JSON file at ``path`` is always complete."""
+    out = Path(path)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(report, indent=2) + "\n")
+    os.replace(tmp, out)
+    return out
