@@ -7,6 +7,7 @@ OpenMM-ML, training, the command-line tools) reads the same fields.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
@@ -71,8 +72,10 @@ class LoadedModel:
         return self
 
     def with_network(self, network: CGSchNet) -> "LoadedModel":
-        """A LoadedModel with another network (e.g. quantized) and the same priors, tables and metadata."""
-        return replace(self, network=network)
+        """A LoadedModel with another network (e.g. quantized) and copies of the priors, tables and metadata
+        (changing one model's never changes the other's)."""
+        return replace(self, network=network, priors=copy.deepcopy(self.priors),
+                       prior_tables=copy.deepcopy(self.prior_tables), metadata=copy.deepcopy(self.metadata))
 
     # -- priors --------------------------------------------------------------------------------------------
     def priors_for(self, mol) -> Optional["PriorSet"]:

@@ -55,10 +55,9 @@ class ReplicaEnergies:
     def __call__(self, positions_nm: np.ndarray) -> np.ndarray:
         pos = np.asarray(positions_nm, dtype=np.float64).reshape(self.replicas * self.n_beads, 3)
         energies = np.zeros(self.replicas)
-        if self.network is not None:
-            with torch.no_grad():
-                e = self.network.replica_energies(torch.as_tensor(pos).to(self._device))
-            energies += e.double().cpu().numpy()
+        if self.network is not None:      # (not under no_grad: the reference backend's forces need autograd)
+            e = self.network.replica_energies(torch.as_tensor(pos).to(self._device))
+            energies += e.detach().double().cpu().numpy()
         if self._context is not None:
             for r in range(self.replicas):
                 self._context.setPositions(pos[r * self.n_beads:(r + 1) * self.n_beads])

@@ -15,6 +15,13 @@ def name_list(text: str, allowed: Iterable[str], what: str) -> List[str]:
     return list(dict.fromkeys(names))
 
 
+def backend_list(text: str) -> List[str]:
+    """argparse ``type=``: comma-separated backend names (:data:`flashschnet.names.BACKENDS`)."""
+    from flashschnet.names import BACKENDS
+
+    return name_list(text, BACKENDS, "backends")
+
+
 def int_type(low: Optional[int] = None, high: Optional[int] = None):
     """argparse ``type=``: an integer within ``[low, high]`` (either bound may be None)."""
     def parse(text: str) -> int:

@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from flashschnet.names import BACKENDS, NETWORK_FORCES, PRECISIONS, VARIANTS
+from flashschnet.names import NETWORK_FORCES, PRECISIONS, VARIANTS
 
-from ._cli import THREADS, check_output_file, float_type, int_type, name_list
+from ._cli import THREADS, backend_list, check_output_file, float_type, int_type, name_list
 
 PROG = "flashschnet-benchmark"
 
@@ -45,10 +45,6 @@ def _int_list(text: str) -> List[int]:
     if not vals or any(v < 1 for v in vals):
         raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
     return vals
-
-
-def _backend_list(text: str) -> List[str]:
-    return name_list(text, BACKENDS, "backends")
 
 
 def _variant_list(text: str) -> List[str]:
@@ -70,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "does not depend on the weight values)")
     p.add_argument("--replicas", type=_int_list, default=None,
                    help="comma-separated replica counts R (default 1,8,64; 1,8,64,128 on CUDA)")
-    p.add_argument("--backends", type=_backend_list, default=None,
+    p.add_argument("--backends", type=backend_list, default=None,
                    help="comma-separated backends (default reference,torch on CPU; reference,torch,triton on CUDA)")
     p.add_argument("--quantize", type=_variant_list, default=None,
                    help=f"comma-separated 16-bit weight variants to run with every backend: {', '.join(VARIANTS)} "

@@ -1,7 +1,13 @@
-"""Shared test helpers: where the test data lives.
+"""Shared test helpers and fixtures: where the test data lives, the mlcg oracles, fixtures several test files use.
 
 The mlcg oracle files and the structures are copied into ``tests/data/`` so a fresh clone tests fully;
 ``../shared/`` (beside the checkout) is the source of truth they were copied from.
+
+The test tree mirrors the source tree (``model/``, ``openmm/``, ``scripts/``, ``tools/``) plus ``integration/`` and
+``fuzz/``; the test folders have no ``__init__.py``, so test modules are imported by their basename (which must stay
+unique across the tree) and import this module as ``conftest``. Helpers that are not fixtures live in
+``tests/helpers/``. A second ``conftest.py`` in a subfolder would replace this one as ``conftest`` in
+``sys.modules`` for later imports: put shared fixtures here.
 """
 import os
 from pathlib import Path
@@ -31,6 +37,11 @@ DATA = TESTS / "data"
 SHARED = ROOT.parent / "shared"
 STRUCTURES = DATA / "structures"
 EXAMPLES = ROOT / "examples"
+PRIOR_ORACLE = next((p for p in (DATA / "oracles" / "mlcg_prior_cln.pt",
+                                 SHARED / "oracles" / "mlcg" / "mlcg_prior_cln.pt") if p.exists()),
+                    DATA / "oracles" / "mlcg_prior_cln.pt")
+needs_prior_oracle = pytest.mark.skipif(not PRIOR_ORACLE.exists(),
+                                        reason=f"mlcg prior oracle not found at {PRIOR_ORACLE}")
 
 
 def oracle_path(name: str) -> Path:
@@ -66,6 +77,38 @@ def poison_buffers(monkeypatch):
 def fixture_a():
     """mlcg oracle fixture A (StandardSchNet on chignolin; see tests/data/oracles/README.txt)."""
     return torch.load(oracle_path("mlcg_schnet_A.pt"), weights_only=True)
+
+
+@pytest.fixture(scope="module")
+def model64():
+    """The network with the reference (mlcg-style autograd) backend: the tests using it check it against mlcg itself."""
+    from flashschnet import load_model
+
+    return load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="reference").network
+
+
+@pytest.fixture(scope="module")
+def prior_oracle():
+    """mlcg's prior oracle for chignolin (``mlcg_prior_cln.pt``: per-term energies and forces)."""
+    return torch.load(PRIOR_ORACLE, weights_only=True)
+
+
+@pytest.fixture(scope="module")
+def oracle_priors(prior_oracle):
+    """The PriorSet read from the prior oracle."""
+    from flashschnet.priors import PriorSet
+
+    return PriorSet.from_mlcg_oracle(prior_oracle)
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """torch on one thread for a whole test module (the CI machine is shared); restored afterwards. A module
+    uses it with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def rel_error(a, b) -> float:

@@ -15,7 +15,7 @@ after the warm-up, but four of its seventeen samples read +2 to +16 MB, back to 
 
     python tools/memory_long_run.py                       # 100,000 steps of trp-cage, placeholder model, CPU
     python tools/memory_long_run.py --steps 12000 --sample-every 1000 --warmup 4000 --report-interval 20 \\
-        --model tiny --out mem.json                        # the quick version tests/test_long_runs.py runs
+        --model tiny --out mem.json                        # the quick version tests/integration/test_long_runs.py runs
 
 ``--model tiny`` builds a random-weight network on the fly (16 channels, one interaction block, 8 A cutoff;
 priors fitted to the PDB): about 2-3 ms per step for trp-cage on one core instead of 55-85 ms for the

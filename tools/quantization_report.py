@@ -35,8 +35,8 @@ from typing import Any, Dict, List, Optional
 
 import torch  # before openmm/openmmtorch
 
-from flashschnet.names import BACKENDS, VARIANTS
-from flashschnet.scripts._cli import SEED, THREADS, check_output_dir, float_type, int_type, name_list
+from flashschnet.names import VARIANTS
+from flashschnet.scripts._cli import SEED, THREADS, backend_list, check_output_dir, float_type, int_type, name_list
 
 from quantization_render import render
 
@@ -61,10 +61,6 @@ def _variants(text: str) -> List[str]:
     return name_list(text, VARIANT_NAMES, "variants")
 
 
-def _backends(text: str) -> List[str]:
-    return name_list(text, BACKENDS, "backends")
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
@@ -80,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "tests/data/oracles/mlcg_schnet_A.pt or ../shared/oracles/mlcg/; skipped if absent)")
     p.add_argument("--variants", type=_variants, default=list(VARIANT_NAMES),
                    help="comma-separated 16-bit variants (default fp16,bf16,fp16-cast,bf16-cast)")
-    p.add_argument("--backends", type=_backends, default=["torch", "reference"],
+    p.add_argument("--backends", type=backend_list, default=["torch", "reference"],
                    help="backends evaluated on the frames (default torch,reference; add triton on CUDA or under "
                         "TRITON_INTERPRET=1)")
     p.add_argument("--langevin-steps", type=int_type(1), default=10000,

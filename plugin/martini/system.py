@@ -1,6 +1,6 @@
 """An OpenMM ``System`` from a MARTINI topology (:mod:`.topology`), with MARTINI's non-bonded scheme.
 
-Checked against ``gmx_d mdrun -rerun`` term by term (tests/test_martini_system.py: villin, BPTI, ubiquitin in
+Checked against ``gmx_d mdrun -rerun`` term by term (tests/openmm/martini/test_martini_system.py: villin, BPTI, ubiquitin in
 water with ions, agreement ~1e-9 relative on the Reference platform).
 
 Non-bonded (GROMACS ``cutoff-scheme = Verlet``, ``vdw-modifier = Potential-shift``, ``coulombtype =

@@ -100,14 +100,13 @@ def test_priors_option(mol, tmp_path):
 def test_converted_transferable_mlcg_model_matches_mlcg(tmp_path):
     """The real mlcg file (tests/data/oracles/real/), converted, through OpenMM-ML on the CG topology of
     chignolin: energies and forces equal mlcg's own."""
-    from test_convert import S_MODEL, S_ORACLE, _chignolin_pdb
-
     from flashschnet.scripts.convert import main as convert
+    from helpers.real_oracles import S_MODEL, S_ORACLE, chignolin_pdb
 
     out = tmp_path / "s.pt"
     assert convert([str(S_MODEL), str(out)]) == 0
     o = torch.load(S_ORACLE, weights_only=True)
-    cln = map_pdb(_chignolin_pdb(tmp_path))
+    cln = map_pdb(chignolin_pdb(tmp_path))
     system = MLPotential("flashschnet", modelPath=str(out), precision="double").createSystem(
         cg_topology(cln), removeCMMotion=False)
     for frame in range(2):

@@ -1,18 +1,15 @@
-"""Tests of the PDB -> CG mapping (flashschnet.cg) and the CG OpenMM topology (flashschnet.openmm.topology)."""
+"""Tests of the PDB -> CG mapping (flashschnet.cg). The CG OpenMM topology and PDB output of mapped structures
+(flashschnet.openmm.topology): tests/openmm/test_topology.py."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conftest import STRUCTURES, oracle_path
 from flashschnet.cg import CGMolecule, map_pdb, map_pdb_text
 from flashschnet.cg import tables
 from flashschnet.errors import InputError
-
-HERE = Path(__file__).resolve().parent
-STRUCTURES = HERE / "data" / "structures"
-from conftest import oracle_path
+from helpers.pdb_text import BB, atom_line, peptide, residue_lines, write_pdb
 
 # file -> (number of residues, waters expected in the notes)
 EXPECTED = {
@@ -40,53 +37,13 @@ def _check_one_line(err: pytest.ExceptionInfo, *parts: str) -> str:
     return msg
 
 
-# ---------------------------------------------------------------------------------------------------
-# PDB text builder for the small bad-input files
-# ---------------------------------------------------------------------------------------------------
-
-def _atom_line(serial, name, resname, chain, resseq, xyz, record="ATOM", altloc=" ", occ=1.0,
-               element=None, icode=" "):
-    element = element if element is not None else name.lstrip("0123456789")[0]
-    pname = name if len(name) == 4 else f" {name:<3s}"
-    rname = resname if len(resname) == 4 else f"{resname:>3s} "
-    return (f"{record:<6s}{serial:5d} {pname}{altloc}{rname}{chain}{resseq:4d}{icode}   "
-            f"{xyz[0]:8.3f}{xyz[1]:8.3f}{xyz[2]:8.3f}{occ:6.2f}{0.0:6.2f}          {element:>2s}")
-
-
-# A planar-ish ideal backbone: residues 3.8 A apart along x, C(i)-N(i+1) 1.33 A.
-_BB = {"N": (0.0, 0.0, 0.0), "CA": (1.46, 0.0, 0.0), "CB": (1.9, 1.4, 0.0), "C": (2.55, -0.6, 0.0),
-       "O": (2.5, -1.8, 0.2)}
-
-
-def _residue_lines(resname, resseq, chain="A", shift=None, atoms=("N", "CA", "CB", "C", "O"),
-                   record="ATOM", serial0=1):
-    shift = np.array(shift if shift is not None else (3.8 * (resseq - 1), 0.0, 0.0))
-    if resname == "GLY":
-        atoms = tuple(a for a in atoms if a != "CB")
-    return [_atom_line(serial0 + k, a, resname, chain, resseq, np.array(_BB[a]) + shift, record=record)
-            for k, a in enumerate(atoms)]
-
-
 def _ideal_c_n() -> float:
-    return float(np.linalg.norm(np.array(_BB["N"]) + np.array([3.8, 0, 0]) - np.array(_BB["C"])))
-
-
-def _peptide(seq=("ALA", "GLY", "SER"), chain="A"):
-    lines = []
-    for k, name in enumerate(seq, start=1):
-        lines += _residue_lines(name, k, chain=chain, serial0=len(lines) + 1)
-    return lines
-
-
-def _write(tmp_path, lines, name="bad.pdb"):
-    p = tmp_path / name
-    p.write_text("\n".join(lines) + "\nEND\n")
-    return p
+    return float(np.linalg.norm(np.array(BB["N"]) + np.array([3.8, 0, 0]) - np.array(BB["C"])))
 
 
 def test_builder_sane():
     assert 1.2 < _ideal_c_n() < 1.5
-    mol = map_pdb_text("\n".join(_peptide()), mapping="5bead")
+    mol = map_pdb_text("\n".join(peptide()), mapping="5bead")
     assert mol.n_beads == 14
     assert mol.sequence() == "AGS"
     assert mol.notes == []
@@ -171,24 +128,24 @@ def test_villin_with_and_without_h_agree():
 
 
 def test_5bead_types_rule():
-    mol = map_pdb_text("\n".join(_peptide(("ALA", "GLY", "TYR", "HIE", "CYX"))))
+    mol = map_pdb_text("\n".join(peptide(("ALA", "GLY", "TYR", "HIE", "CYX"))))
     assert mol.sequence() == "AGYHC"
     assert mol.bead_types.tolist() == [21, 22, 1, 23, 24, 21, 6, 23, 24, 21, 22, 20, 23, 24,
                                        21, 22, 7, 23, 24, 21, 22, 2, 23, 24]
     assert mol.masses.tolist()[:5] == [14.0, 12.0, 12.0, 12.0, 16.0]
-    ca = map_pdb_text("\n".join(_peptide(("ALA", "GLY", "TYR", "HIE", "CYX"))), mapping="ca")
+    ca = map_pdb_text("\n".join(peptide(("ALA", "GLY", "TYR", "HIE", "CYX"))), mapping="ca")
     assert ca.bead_types.tolist() == [1, 6, 20, 7, 2]
 
 
 def test_chignolin_ca_types_match_mlcg_example():
     seq = ["TYR", "TYR", "ASP", "PRO", "GLU", "THR", "GLY", "THR", "TRP", "TYR"]
-    mol = map_pdb_text("\n".join(_peptide(seq)), mapping="ca")
+    mol = map_pdb_text("\n".join(peptide(seq)), mapping="ca")
     assert mol.bead_types.tolist() == [20, 20, 3, 13, 4, 17, 6, 17, 19, 20]
 
 
 def test_residue_aliases():
     seq = ("HID", "HSE", "HISH", "CYM", "ASH", "GLH", "LYN", "NALA", "CGLY")
-    mol = map_pdb_text("\n".join(_peptide(seq)), mapping="ca")
+    mol = map_pdb_text("\n".join(peptide(seq)), mapping="ca")
     assert mol.sequence() == "HHHCDEKAG"
     assert [r.resname for r in mol.residues] == list(seq)
 
@@ -211,7 +168,7 @@ def test_chignolin_matches_mlcg_fixture():
     for k, (label, xyz) in enumerate(zip(names, pos), start=1):
         res, atom = label.split(":")
         resname, resseq = res[:3], int(res[3:])
-        lines.append(_atom_line(k, atom, resname, "A", resseq, xyz))
+        lines.append(atom_line(k, atom, resname, "A", resseq, xyz))
     mol = map_pdb_text("\n".join(lines), source="chignolin", mapping="5bead")
     assert mol.n_beads == 49
     assert [f"{mol.residues[r].resname}{mol.residues[r].resseq}:{n}"
@@ -246,7 +203,7 @@ def test_chignolin_matches_mlcg_fixture():
 # ---------------------------------------------------------------------------------------------------
 
 def test_unknown_mapping(tmp_path):
-    p = _write(tmp_path, _peptide())
+    p = write_pdb(tmp_path, peptide())
     with pytest.raises(InputError) as err:
         map_pdb(p, mapping="martini")
     _check_one_line(err, str(p), "martini", "'5bead'", "'ca'")
@@ -273,29 +230,29 @@ def test_not_a_pdb(tmp_path, content):
 
 
 def test_bad_coordinates(tmp_path):
-    lines = _peptide()
+    lines = peptide()
     bad = lines[6]
     lines[6] = bad[:30] + "  1.2x.4" + bad[38:]
-    p = _write(tmp_path, lines)
+    p = write_pdb(tmp_path, lines)
     with pytest.raises(InputError) as err:
         map_pdb(p)
     _check_one_line(err, str(p), "line 7", "x coordinate")
 
 
 def test_non_finite_coordinates(tmp_path):
-    lines = _peptide()
+    lines = peptide()
     lines[1] = lines[1][:30] + "     nan" + lines[1][38:]
-    p = _write(tmp_path, lines)
+    p = write_pdb(tmp_path, lines)
     with pytest.raises(InputError) as err:
         map_pdb(p)
     _check_one_line(err, str(p), "non-finite", "CA", "ALA 1 (chain A)")
 
 
 def test_no_protein(tmp_path):
-    lines = [_atom_line(1, "O", "HOH", "W", 1, (0, 0, 0), record="HETATM"),
-             _atom_line(2, "O", "HOH", "W", 2, (3, 0, 0), record="HETATM"),
-             _atom_line(3, "NA", "NA", "I", 3, (6, 0, 0), record="HETATM", element="NA")]
-    p = _write(tmp_path, lines)
+    lines = [atom_line(1, "O", "HOH", "W", 1, (0, 0, 0), record="HETATM"),
+             atom_line(2, "O", "HOH", "W", 2, (3, 0, 0), record="HETATM"),
+             atom_line(3, "NA", "NA", "I", 3, (6, 0, 0), record="HETATM", element="NA")]
+    p = write_pdb(tmp_path, lines)
     with pytest.raises(InputError) as err:
         map_pdb(p)
     _check_one_line(err, str(p), "no protein residues", "only HOH x2, NA x1")
@@ -306,8 +263,8 @@ def test_missing_backbone_atom_5bead(tmp_path, atom):
     lines = []
     for k, name in enumerate(("SER", "ALA", "SER"), start=1):
         atoms = [a for a in ("N", "CA", "CB", "C", "O") if not (k == 2 and a == atom)]
-        lines += _residue_lines(name, k, atoms=atoms, serial0=len(lines) + 1)
-    p = _write(tmp_path, lines)
+        lines += residue_lines(name, k, atoms=atoms, serial0=len(lines) + 1)
+    p = write_pdb(tmp_path, lines)
     with pytest.raises(InputError) as err:
         map_pdb(p, mapping="5bead")
     msg = _check_one_line(err, str(p), "residue ALA 2 (chain A)", f"no {atom} atom", "pdbfixer",
@@ -322,43 +279,43 @@ def test_missing_backbone_atom_5bead(tmp_path, atom):
 
 
 def test_missing_several_atoms(tmp_path):
-    lines = _peptide(("ALA",))[:2]   # N, CA only
-    p = _write(tmp_path, lines)
+    lines = peptide(("ALA",))[:2]   # N, CA only
+    p = write_pdb(tmp_path, lines)
     with pytest.raises(InputError) as err:
         map_pdb(p)
     _check_one_line(err, str(p), "residue ALA 1 (chain A)", "no CB, C and O atoms")
 
 
 def test_terminal_o_alias_and_ignored_oxt(tmp_path):
-    lines = _peptide(("ALA", "SER"))
+    lines = peptide(("ALA", "SER"))
     # C-terminal O written as GROMACS OC1/OC2
     lines = [ln.replace(" O   SER", " OC1 SER") for ln in lines]
-    lines.append(_atom_line(len(lines) + 1, "OC2", "SER", "A", 2, (9.0, -1.0, 0.0)))
-    lines.append(_atom_line(len(lines) + 1, "OXT", "SER", "A", 2, (9.0, -1.5, 0.0)))
-    mol = map_pdb(_write(tmp_path, lines))
+    lines.append(atom_line(len(lines) + 1, "OC2", "SER", "A", 2, (9.0, -1.0, 0.0)))
+    lines.append(atom_line(len(lines) + 1, "OXT", "SER", "A", 2, (9.0, -1.5, 0.0)))
+    mol = map_pdb(write_pdb(tmp_path, lines))
     assert mol.n_beads == 10 and mol.notes == []
 
 
 def test_unknown_atom_residue(tmp_path):
-    lines = _peptide(("ALA", "GLY")) + _residue_lines("XYZ", 3, serial0=20)
-    p = _write(tmp_path, lines)
+    lines = peptide(("ALA", "GLY")) + residue_lines("XYZ", 3, serial0=20)
+    p = write_pdb(tmp_path, lines)
     with pytest.raises(InputError) as err:
         map_pdb(p)
     _check_one_line(err, str(p), "unknown residue XYZ 3 (chain A)", "accepted", "HIE", "NALA")
 
 
 def test_modified_hetatm_residue(tmp_path):
-    lines = _peptide(("ALA", "GLY")) + _residue_lines("SEP", 3, record="HETATM", serial0=20)
-    p = _write(tmp_path, lines)
+    lines = peptide(("ALA", "GLY")) + residue_lines("SEP", 3, record="HETATM", serial0=20)
+    p = write_pdb(tmp_path, lines)
     with pytest.raises(InputError) as err:
         map_pdb(p)
     _check_one_line(err, str(p), "SEP 3 (chain A)", "modified amino acid")
 
 
 def test_duplicate_atom(tmp_path):
-    lines = _peptide()
+    lines = peptide()
     lines.insert(2, lines[1])   # CA of ALA 1 twice, no altLoc
-    p = _write(tmp_path, lines)
+    p = write_pdb(tmp_path, lines)
     with pytest.raises(InputError) as err:
         map_pdb(p)
     _check_one_line(err, str(p), "ALA 1 (chain A)", "atom CA twice", "lines 2 and 3")
@@ -369,11 +326,11 @@ def test_duplicate_atom(tmp_path):
 # ---------------------------------------------------------------------------------------------------
 
 def test_note_models(tmp_path):
-    m1 = _peptide()
+    m1 = peptide()
     m2 = [ln[:30] + "".join(f"{float(ln[30 + 8 * k:38 + 8 * k]) + 5:8.3f}" for k in range(3)) + ln[54:]
           for ln in m1]
     lines = ["MODEL        1"] + m1 + ["ENDMDL", "MODEL        2"] + m2 + ["ENDMDL"]
-    p = _write(tmp_path, lines)
+    p = write_pdb(tmp_path, lines)
     mol = map_pdb(p)
     ref = map_pdb_text("\n".join(m1))
     np.testing.assert_array_equal(mol.positions, ref.positions)
@@ -382,19 +339,19 @@ def test_note_models(tmp_path):
 
 
 def test_note_altloc(tmp_path):
-    lines = _peptide()
+    lines = peptide()
     ca = lines[1]
     alt_a = ca[:16] + "A" + ca[17:54] + "  0.40" + ca[60:]
     xyz_b = (1.0, 2.0, 3.0)
-    alt_b = _atom_line(99, "CA", "ALA", "A", 1, xyz_b, altloc="B", occ=0.6)
+    alt_b = atom_line(99, "CA", "ALA", "A", 1, xyz_b, altloc="B", occ=0.6)
     lines[1:2] = [alt_a, alt_b]
     # tie on the CB of SER 3: the first one wins
     cb = lines[-3]
     assert " CB  SER" in cb
     cb_a = cb[:16] + "A" + cb[17:54] + "  0.50" + cb[60:]
-    cb_b = _atom_line(98, "CB", "SER", "A", 3, (7.0, 7.0, 7.0), altloc="B", occ=0.5)
+    cb_b = atom_line(98, "CB", "SER", "A", 3, (7.0, 7.0, 7.0), altloc="B", occ=0.5)
     lines[-3:-2] = [cb_a, cb_b]
-    p = _write(tmp_path, lines)
+    p = write_pdb(tmp_path, lines)
     mol = map_pdb(p)
     assert mol.n_beads == 14
     np.testing.assert_allclose(mol.positions[1], xyz_b)
@@ -405,13 +362,13 @@ def test_note_altloc(tmp_path):
 
 
 def test_note_waters_ions_ligands(tmp_path):
-    lines = _peptide() + ["TER"]
-    lines += [_atom_line(30 + k, "O", "HOH", "A", 100 + k, (20.0 + 3 * k, 0, 0), record="HETATM")
+    lines = peptide() + ["TER"]
+    lines += [atom_line(30 + k, "O", "HOH", "A", 100 + k, (20.0 + 3 * k, 0, 0), record="HETATM")
               for k in range(3)]
-    lines += [_atom_line(40, "C1", "GOL", "A", 200, (0, 20, 0), record="HETATM"),
-              _atom_line(41, "O1", "GOL", "A", 200, (0, 21.4, 0), record="HETATM"),
-              _atom_line(42, "ZN", "ZN", "A", 201, (0, 0, 20), record="HETATM", element="ZN")]
-    p = _write(tmp_path, lines)
+    lines += [atom_line(40, "C1", "GOL", "A", 200, (0, 20, 0), record="HETATM"),
+              atom_line(41, "O1", "GOL", "A", 200, (0, 21.4, 0), record="HETATM"),
+              atom_line(42, "ZN", "ZN", "A", 201, (0, 0, 20), record="HETATM", element="ZN")]
+    p = write_pdb(tmp_path, lines)
     mol = map_pdb(p)
     assert mol.n_beads == 14
     notes = [n for n in mol.notes if "ignored" in n]
@@ -420,19 +377,19 @@ def test_note_waters_ions_ligands(tmp_path):
 
 
 def test_hydrogens_ignored_silently(tmp_path):
-    lines = _peptide()
-    lines.insert(1, _atom_line(50, "H", "ALA", "A", 1, (-0.5, 0.8, 0)))
-    lines.insert(2, _atom_line(51, "HA", "ALA", "A", 1, (1.5, -0.5, 0.9), element=""))
-    lines.insert(3, _atom_line(52, "H", "ALA", "A", 1, (-0.5, 0.8, 0.1)))   # even a duplicate H
-    mol = map_pdb(_write(tmp_path, lines))
+    lines = peptide()
+    lines.insert(1, atom_line(50, "H", "ALA", "A", 1, (-0.5, 0.8, 0)))
+    lines.insert(2, atom_line(51, "HA", "ALA", "A", 1, (1.5, -0.5, 0.9), element=""))
+    lines.insert(3, atom_line(52, "H", "ALA", "A", 1, (-0.5, 0.8, 0.1)))   # even a duplicate H
+    mol = map_pdb(write_pdb(tmp_path, lines))
     assert mol.n_beads == 14 and mol.notes == []
 
 
 def test_note_chain_break_distance(tmp_path):
-    lines = _residue_lines("ALA", 1) + _residue_lines("GLY", 2, serial0=10)
-    lines += _residue_lines("SER", 3, shift=(30.0, 0, 0), serial0=20)
-    lines += _residue_lines("LYS", 4, shift=(33.8, 0, 0), serial0=30)
-    p = _write(tmp_path, lines)
+    lines = residue_lines("ALA", 1) + residue_lines("GLY", 2, serial0=10)
+    lines += residue_lines("SER", 3, shift=(30.0, 0, 0), serial0=20)
+    lines += residue_lines("LYS", 4, shift=(33.8, 0, 0), serial0=30)
+    p = write_pdb(tmp_path, lines)
     mol = map_pdb(p)
     assert mol.chain_of_residue.tolist() == [0, 0, 1, 1]
     notes = [n for n in mol.notes if "chain break" in n]
@@ -447,17 +404,17 @@ def test_note_chain_break_distance(tmp_path):
 
 
 def test_chain_break_ter_and_chain_id(tmp_path):
-    lines = _residue_lines("ALA", 1) + ["TER"] + _residue_lines("GLY", 2, serial0=10)
-    lines += _residue_lines("SER", 3, chain="B", serial0=20)
-    mol = map_pdb(_write(tmp_path, lines))
+    lines = residue_lines("ALA", 1) + ["TER"] + residue_lines("GLY", 2, serial0=10)
+    lines += residue_lines("SER", 3, chain="B", serial0=20)
+    mol = map_pdb(write_pdb(tmp_path, lines))
     assert mol.chain_of_residue.tolist() == [0, 1, 2]
     assert len(mol.bonds) == 4 + 3 + 4
     assert not [n for n in mol.notes if "chain break" in n]   # only the distance case is noted
 
 
 def test_note_mse(tmp_path):
-    lines = _peptide(("ALA",)) + _residue_lines("MSE", 2, record="HETATM", serial0=10)
-    p = _write(tmp_path, lines)
+    lines = peptide(("ALA",)) + residue_lines("MSE", 2, record="HETATM", serial0=10)
+    p = write_pdb(tmp_path, lines)
     mol = map_pdb(p)
     assert mol.sequence() == "AM" and mol.bead_types[7] == 11
     notes = [n for n in mol.notes if "MSE" in n]
@@ -466,86 +423,9 @@ def test_note_mse(tmp_path):
 
 def test_ter_cap_and_ion_atom_records(tmp_path):
     # MD programs write caps, ions and waters as ATOM records
-    lines = [_atom_line(1, "CH3", "ACE", "A", 0, (-3, 0, 0))] + _peptide()
-    lines += [_atom_line(60, "NA", "NA", "A", 10, (20, 0, 0), element="NA"),
-              _atom_line(61, "OW", "SOL", "A", 11, (25, 0, 0))]
-    mol = map_pdb(_write(tmp_path, lines))
+    lines = [atom_line(1, "CH3", "ACE", "A", 0, (-3, 0, 0))] + peptide()
+    lines += [atom_line(60, "NA", "NA", "A", 10, (20, 0, 0), element="NA"),
+              atom_line(61, "OW", "SOL", "A", 11, (25, 0, 0))]
+    mol = map_pdb(write_pdb(tmp_path, lines))
     assert mol.n_beads == 14
     assert any("ACE x1" in n and "NA x1" in n and "SOL x1" in n for n in mol.notes)
-
-
-# ---------------------------------------------------------------------------------------------------
-# OpenMM topology and PDB output
-# ---------------------------------------------------------------------------------------------------
-
-def test_cg_topology_counts():
-    from flashschnet.openmm.topology import cg_topology
-    mol = map_pdb(STRUCTURES / "1UBQ_ubiquitin.pdb")
-    top = cg_topology(mol)
-    assert top.getNumAtoms() == mol.n_beads
-    assert top.getNumResidues() == len(mol.residues)
-    assert top.getNumChains() == 1
-    assert top.getNumBonds() == len(mol.bonds)
-    atoms = list(top.atoms())
-    assert [a.name for a in atoms] == mol.bead_names
-    assert {a.element.symbol for a in atoms} == {"N", "C", "O"}
-    assert [r.name for r in top.residues()][:3] == ["MET", "GLN", "ILE"]
-    assert [r.id for r in top.residues()][:2] == ["1", "2"]
-    top3 = cg_topology(mol, replicas=3)
-    assert top3.getNumAtoms() == 3 * mol.n_beads
-    assert top3.getNumResidues() == 3 * len(mol.residues)
-    assert top3.getNumChains() == 3
-    assert top3.getNumBonds() == 3 * len(mol.bonds)
-    b = [(x.atom1.index, x.atom2.index) for x in top3.bonds()]
-    n = mol.n_beads
-    assert b[len(mol.bonds)] == (mol.bonds[0, 0] + n, mol.bonds[0, 1] + n)
-
-
-def test_cg_topology_broken_chain(tmp_path):
-    from flashschnet.openmm.topology import cg_topology
-    lines = _residue_lines("ALA", 1) + _residue_lines("GLY", 2, serial0=10)
-    lines += _residue_lines("SER", 3, shift=(30.0, 0, 0), serial0=20)
-    mol = map_pdb(_write(tmp_path, lines))
-    top = cg_topology(mol, replicas=2)
-    chains = list(top.chains())
-    assert len(chains) == 4
-    assert [len(list(c.residues())) for c in chains] == [2, 1, 2, 1]
-    assert top.getNumBonds() == 2 * len(mol.bonds)
-
-
-def test_write_cg_pdb_roundtrip(tmp_path):
-    import mdtraj as md
-    from flashschnet.openmm.topology import write_cg_pdb
-    mol = map_pdb(STRUCTURES / "4PTI_bpti.pdb")
-    out = tmp_path / "cg.pdb"
-    write_cg_pdb(mol, out)
-    t = md.load(str(out))
-    assert t.n_atoms == mol.n_beads == 284
-    assert t.n_residues == len(mol.residues)
-    np.testing.assert_allclose(t.xyz[0], mol.positions / 10.0, atol=1e-3)
-    assert [a.name for a in t.topology.atoms] == mol.bead_names
-    # other positions
-    shifted = mol.positions + 1.0
-    write_cg_pdb(mol, out, positions_angstrom=shifted)
-    np.testing.assert_allclose(md.load(str(out)).xyz[0], shifted / 10.0, atol=1e-3)
-    ca = map_pdb(STRUCTURES / "1L2Y_trpcage.pdb", mapping="ca")
-    write_cg_pdb(ca, out)
-    t = md.load(str(out))
-    assert t.n_atoms == 20
-    np.testing.assert_allclose(t.xyz[0], ca.positions / 10.0, atol=1e-3)
-
-
-def test_write_cg_pdb_insertion_codes(tmp_path):
-    import mdtraj as md
-    from flashschnet.openmm.topology import cg_topology, write_cg_pdb
-    lines = _residue_lines("ALA", 1) + [_atom_line(10 + k, a, "GLY", "A", 1, np.array(_BB[a]) + [3.8, 0, 0],
-                                                   icode="A") for k, a in enumerate(("N", "CA", "C", "O"))]
-    mol = map_pdb(_write(tmp_path, lines))
-    assert [r.label for r in mol.residues] == ["ALA 1 (chain A)", "GLY 1A (chain A)"]
-    assert [r.id for r in cg_topology(mol).residues()] == ["1", "1A"]
-    out = tmp_path / "cg.pdb"
-    write_cg_pdb(mol, out)
-    text = out.read_text()
-    assert " GLY A   1A " in text
-    t = md.load(str(out))
-    assert t.n_residues == 2 and t.n_atoms == 9

@@ -6,6 +6,11 @@ flat over many reports.
 Most tests use a *tiny* random-weight model (16 channels, one interaction block; priors fitted to trp-cage;
 built by ``tools/memory_long_run.py``), about 40 times faster per step than the placeholder model, so the
 kill schedule and the memory check can afford hundreds of reports.
+
+The units these runs rest on have their own tests: the DCD writer's order and truncate_dcd
+(tests/openmm/reporters/test_dcd_reporter.py), the atomic checkpoint (test_checkpoint_reporter.py), the health
+check's drop policy (test_health_reporter.py), the fused path's independence of the Verlet list's history
+(tests/model/fused/test_torch_engine.py) and the Verlet rebuild with a NaN replica (tests/model/test_neighbors.py).
 """
 from __future__ import annotations
 
@@ -25,15 +30,14 @@ from pathlib import Path
 import mdtraj as md
 import numpy as np
 import openmm
-import openmm.app as app
-import openmm.unit as u
 import pytest
 
 from conftest import EXAMPLES, ROOT, platforms
 from flashschnet.errors import InputError
-from flashschnet.openmm.dcd import read_dcd, truncate_dcd
-from flashschnet.openmm.reporters import CHECKPOINT_MAGIC, HealthReporter, ReplicaDCDReporter, read_checkpoint
+from flashschnet.openmm.dcd import read_dcd
+from flashschnet.openmm.reporters import CHECKPOINT_MAGIC, read_checkpoint
 from flashschnet.scripts.simulate import main
+from helpers.dcd import dcd_parts
 
 PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
 PLACEHOLDER = str(EXAMPLES / "trpcage_placeholder.pt")
@@ -59,14 +63,6 @@ def _args(out, model, steps, *extra, replicas=2, platform="CPU", report=10):
     return [PDB, "--model", str(model), "--steps", str(steps), "--out", str(out), "--report-interval", str(report),
             "--seed", "11", "--quiet", "--threads", "1", "--replicas", str(replicas), "--platform", platform,
             *map(str, extra)]
-
-
-def _dcd_parts(path):
-    """(the header without its title record -- which holds the creation time --, the frames) of a DCD file."""
-    data = Path(path).read_bytes()
-    (n_title,) = struct.unpack("<i", data[92:96])
-    off = 92 + 4 + n_title + 4 + 12
-    return data[:92] + data[92 + 4 + n_title:off], data[off:]
 
 
 def _log_rows(out):
@@ -97,7 +93,7 @@ def _assert_same_run(a, b, replicas, model, platform):
     """Two output directories hold the same run, bitwise: DCD headers (but the creation time) and frames, log
     rows (but the speed), the final checkpoint's step, time, positions and velocities."""
     for r in range(replicas):
-        assert _dcd_parts(Path(a) / f"replica_{r:03d}.dcd") == _dcd_parts(Path(b) / f"replica_{r:03d}.dcd"), r
+        assert dcd_parts(Path(a) / f"replica_{r:03d}.dcd") == dcd_parts(Path(b) / f"replica_{r:03d}.dcd"), r
     assert _log_rows(a) == _log_rows(b)
     ma, pa, va = _checkpoint_state(Path(a) / "checkpoint.chk", model, replicas, platform)
     mb, pb, vb = _checkpoint_state(Path(b) / "checkpoint.chk", model, replicas, platform)
@@ -125,166 +121,7 @@ def test_resume_repeats_the_uninterrupted_run_bitwise(tmp_path, platform):
     _assert_same_run(straight, split, 2, PLACEHOLDER, platform)
 
 
-def test_forces_do_not_depend_on_the_verlet_list_history():
-    """The fused CPU path gives bitwise the same forces for the same positions whatever positions its Verlet
-    list was built at (the root cause of the non-bitwise resume)."""
-    import torch
-
-    from flashschnet.checkpoint import load_model
-    from flashschnet.cg import map_pdb
-    from flashschnet.fused.driver import energy_forces_fused
-    from flashschnet.fused.layout import unpack
-    from flashschnet.fused.torch_engine import TorchPairEngine
-
-    model = load_model(PLACEHOLDER, backend="torch")
-    weights, basis, filters = unpack(model.network)
-    mol = map_pdb(PDB, mapping="5bead")
-    types = torch.as_tensor(mol.bead_types)
-    pos = torch.as_tensor(mol.positions, dtype=torch.float32)[None].repeat(2, 1, 1)
-    g = torch.Generator().manual_seed(3)
-    moved = pos + 0.6 * (torch.rand(pos.shape, generator=g) - 0.5)    # < skin/2 = 1 A: no rebuild
-    fresh = TorchPairEngine(basis, filters, chunk=512)
-    aged = TorchPairEngine(basis, filters, chunk=512)
-    energy_forces_fused(weights, pos, types, aged)                     # list built at `pos`
-    e1, f1 = energy_forces_fused(weights, moved, types, aged)
-    e2, f2 = energy_forces_fused(weights, moved, types, fresh)         # list built at `moved`
-    assert aged.verlet.builds == 1 and fresh.verlet.builds == 1
-    assert aged.verlet.current.n_pairs != fresh.verlet.current.n_pairs  # different lists ...
-    assert torch.equal(e1, e2) and torch.equal(f1, f2)                 # ... same numbers
-
-
-def test_neighbour_list_is_rebuilt_while_a_replica_is_nan():
-    """One replica gone NaN must not freeze every replica's Verlet list (NaN > x is False)."""
-    import torch
-
-    from flashschnet.neighbors import moved_past_half_skin
-
-    ref = torch.zeros(2, 5, 3)
-    nan = ref.clone()
-    nan[1, 2, 0] = float("nan")
-    assert moved_past_half_skin(ref, nan, 2.0) and moved_past_half_skin(nan, ref, 2.0)
-    assert not moved_past_half_skin(ref, ref + 0.5, 2.0) and moved_past_half_skin(ref, ref + 1.5, 2.0)
-
-
 # ------------------------------------------------------------------------------------- 2. kills, torn writes
-
-
-def _state(n, seed, box=None):
-    """An OpenMM State of ``n`` free particles at random positions (nm)."""
-    system = openmm.System()
-    for _ in range(n):
-        system.addParticle(1.0)
-    if box is not None:
-        system.setDefaultPeriodicBoxVectors(*box)
-    ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("Reference"))
-    ctx.setPositions(np.random.default_rng(seed).normal(size=(n, 3)) * 2.0)
-    return ctx.getState(getPositions=True)
-
-
-@pytest.mark.parametrize("periodic", [False, True])
-def test_dcd_writer_writes_openmm_dcd_files(tmp_path, periodic):
-    """ReplicaDCDReporter's files equal OpenMM's DCDFile output byte for byte (but the creation time in the
-    title), with and without unit-cell records; the header counts each frame once it is complete."""
-    box = (openmm.Vec3(3, 0, 0), openmm.Vec3(0, 4, 0), openmm.Vec3(0, 0, 5)) if periodic else None
-    top = app.Topology()
-    chain = top.addChain()
-    for i in range(6):
-        top.addAtom("C", app.element.carbon, top.addResidue("ALA", chain))
-    if periodic:
-        top.setPeriodicBoxVectors(box * u.nanometer)
-    states = [_state(12, s) for s in range(3)]
-    rep = ReplicaDCDReporter([str(tmp_path / "a.dcd"), str(tmp_path / "b.dcd")], 5, top, 0.004, first_step=5)
-    for st in states:
-        rep.report(None, st)
-    assert rep.frame_counts == [3, 3] and rep.sizes() == [os.path.getsize(tmp_path / "a.dcd")] * 2
-    rep.close()
-    for r, name in enumerate("ab"):
-        with open(tmp_path / f"ref_{name}.dcd", "wb") as f:
-            ref = app.DCDFile(f, top, 0.004, 5, 5)
-            for st in states:
-                ref.writeModel(st.getPositions(asNumpy=True)[6 * r:6 * r + 6])
-        assert _dcd_parts(tmp_path / f"{name}.dcd") == _dcd_parts(tmp_path / f"ref_{name}.dcd")
-    # appending continues the same file
-    more = ReplicaDCDReporter([str(tmp_path / "a.dcd"), str(tmp_path / "b.dcd")], 5, top, 0.004, append=True,
-                              first_step=5)
-    more.report(None, _state(12, 9))
-    more.close()
-    assert len(read_dcd(str(tmp_path / "a.dcd"))) == 4
-    with open(tmp_path / "a.dcd", "rb") as f:
-        f.seek(8)
-        assert struct.unpack("<iiii", f.read(16)) == (4, 5, 5, 20)     # frames, first, interval, last step
-
-
-class _DiesAtHeaderUpdate:
-    """A file object that dies (raises) when the writer seeks to the header's frame count."""
-
-    def __init__(self, f):
-        self._f = f
-
-    def seek(self, offset, whence=0):
-        if offset == 8 and whence == 0:
-            raise KeyboardInterrupt("killed")
-        return self._f.seek(offset, whence)
-
-    def __getattr__(self, name):
-        return getattr(self._f, name)
-
-
-def test_dcd_header_never_counts_a_frame_that_is_not_complete(tmp_path):
-    """Each frame is written and flushed before the header counts it: a writer dying in between leaves a header
-    that counts one complete frame too few (read_dcd: the counted frames; mdtraj: all complete frames) -- the
-    opposite of OpenMM's DCDFile, whose header counts a frame before its data is written."""
-    top = app.Topology()
-    chain = top.addChain()
-    for i in range(6):
-        top.addAtom("C", app.element.carbon, top.addResidue("ALA", chain))
-    path = tmp_path / "a.dcd"
-    rep = ReplicaDCDReporter([str(path)], 5, top, 0.004, first_step=5)
-    rep.report(None, _state(6, 1))
-    rep._writers[0].file = _DiesAtHeaderUpdate(rep._writers[0].file)
-    with pytest.raises(KeyboardInterrupt):
-        rep.report(None, _state(6, 2))
-    rep._writers[0].file._f.close()
-    assert len(read_dcd(str(path))) == 1
-    with open(tmp_path / "top.pdb", "w") as fh:
-        app.PDBFile.writeFile(top, _state(6, 1).getPositions(), fh)
-    assert md.load(str(path), top=str(tmp_path / "top.pdb")).n_frames == 2
-
-
-def test_checkpoint_is_fsynced_renamed_and_its_directory_fsynced(tmp_path, monkeypatch):
-    """CheckpointReporter.save: outputs synced first (before_save), the temporary file written and fsynced, renamed
-    into place, then the directory fsynced (so the rename survives a system crash)."""
-    from flashschnet.openmm.reporters import CheckpointReporter
-
-    events = []
-    real_fsync, real_replace = os.fsync, os.replace
-    monkeypatch.setattr(os, "fsync", lambda fd: (events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}"))),
-                                                  real_fsync(fd))[1])
-    monkeypatch.setattr(os, "replace", lambda a, b: (events.append(("replace", str(a), str(b))),
-                                                     real_replace(a, b))[1])
-    system = openmm.System()
-    system.addParticle(1.0)
-    ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("Reference"))
-    ctx.setPositions([[0.0, 0.0, 0.0]])
-
-    class Sim:
-        context, currentStep = ctx, 7
-
-    path = str(tmp_path / "checkpoint.chk")
-    ck = CheckpointReporter(path, 10, extra=lambda: {"x": 1}, before_save=lambda: events.append(("outputs",)))
-    ck.save(Sim())
-    assert events == [("outputs",), ("fsync", path + ".tmp"), ("replace", path + ".tmp", path),
-                      ("fsync", str(tmp_path))]
-    meta, blob = read_checkpoint(path)
-    assert meta["step"] == 7 and meta["x"] == 1 and ck.last_step == 7
-    ctx.loadCheckpoint(blob)
-
-
-def test_truncate_dcd_refuses_a_trajectory_shorter_than_the_checkpoint(tmp_path):
-    p = tmp_path / "t.dcd"
-    p.write_bytes(b"\0" * 100)
-    with pytest.raises(InputError, match="lost data the checkpoint relies on"):
-        truncate_dcd(str(p), 200, 1)
 
 
 def test_resume_of_a_run_killed_before_its_first_checkpoint_explains(tmp_path):
@@ -325,7 +162,7 @@ def _check_after_kill(out, model):
     for r in range(2):
         path = out / f"replica_{r:03d}.dcd"
         ours = read_dcd(str(path))
-        if len(_dcd_parts(path)[1]) < 3 * (8 + 4 * N_BEADS):     # not one complete frame yet
+        if len(dcd_parts(path)[1]) < 3 * (8 + 4 * N_BEADS):     # not one complete frame yet
             assert len(ours) == 0
             continue
         theirs = md.load(str(path), top=str(out / "topology.pdb")).xyz
@@ -528,30 +365,6 @@ def test_on_blowup_is_a_fixed_setting_with_a_default_for_older_runs(tmp_path, ti
     assert main(_args(out, tiny, 30, "--resume", "--on-blowup", "drop", replicas=1)) == 2
     with pytest.raises(SystemExit):
         main(_args(out, tiny, 30, "--on-blowup", "ignore"))
-
-
-def test_health_check_drop_policy_unit():
-    """The drop policy's bookkeeping: every bad active replica named once, the energy check skipped in a report
-    that drops, last good positions kept for the bad ones."""
-    calls = []
-    h = HealthReporter(10, 3, 2, max_force=100.0, on_blowup="drop", drop=lambda sim, bad, step: calls.append(bad))
-    pos, frc = np.zeros((6, 3)), np.ones((6, 3))
-    assert h.check(0, 1.0, pos, frc) == [] and np.array_equal(h.last_good, np.zeros((3, 2, 3)))
-    pos2, frc2 = pos + 1.0, frc.copy()
-    pos2[3, 1] = np.nan                                   # replica 1, bead 1
-    frc2[5, 0] = 1e4                                      # replica 2, bead 1
-    bad = h.check(10, float("nan"), pos2, frc2)
-    assert [r for r, _ in bad] == [1, 2] and "position of bead 1 is NaN" in bad[0][1] and "force 1e+04" in bad[1][1]
-    assert h.last_good[0].max() == 1.0 and h.last_good[1:].max() == 0.0
-    h.active[[1, 2]] = False
-    assert h.check(20, 1.0, pos2, frc2) == []            # inactive replicas are not checked again
-    with pytest.raises(Exception, match="potential energy nan"):
-        h.check(30, float("nan"), pos, frc)
-    stop = HealthReporter(10, 3, 2, max_force=100.0)
-    with pytest.raises(Exception, match="step 10: replica 1: position of bead 1 is NaN"):
-        stop.check(10, 1.0, pos2, frc2)
-    with pytest.raises(ValueError):
-        HealthReporter(10, 1, 1, on_blowup="drop")
 
 
 # ------------------------------------------------------------------------------------- 4. memory

@@ -45,13 +45,7 @@ JOIN_TIMEOUT_S = 300
 AVAILABLE = platforms()
 GPU = ("CUDA", "OpenCL")
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

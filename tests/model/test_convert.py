@@ -3,7 +3,6 @@ forces that mlcg itself computed (tests/data/oracles/real/, see its README.txt),
 would run code."""
 from __future__ import annotations
 
-import os
 import pickle
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import DATA, EXAMPLES, SHARED
+from conftest import EXAMPLES, SHARED
 from flashschnet.checkpoint import build_model, load_model
 from flashschnet.convert import convert_mlcg
 from flashschnet.priors import specialize_prior_tables
@@ -21,16 +20,12 @@ from flashschnet.errors import InputError
 from flashschnet.mlcg_pickle import read_pickle
 from flashschnet.priors import per_term_energy, prior_energy_forces
 from flashschnet.scripts.convert import main
+from helpers.model_files import RunsCode
+from helpers.real_oracles import REAL, S_MODEL, S_ORACLE, chignolin_pdb, load_oracle
 
-REAL = DATA / "oracles" / "real"
-S_MODEL, S_ORACLE = REAL / "model_and_prior_S.pt", REAL / "oracle_S.pt"
 CA_ORACLE = REAL / "real_cln_ca.pt"
 CA_MODEL = SHARED / "oracles" / "mlcg" / "real" / "real_cln_ca_model.pt"     # not copied: another project's file
 ENTRY = Path(sys.executable).parent / "flashschnet-convert"
-
-
-def _oracle(path):
-    return torch.load(path, weights_only=True)
 
 
 def _ca_model():
@@ -43,11 +38,11 @@ def _ca_model():
 def test_unpickler_sees_exactly_the_classes_mlcg_pickled(model, oracle):
     model = model or _ca_model()
     _, seen = read_pickle(model)
-    assert list(dict.fromkeys(seen)) == _oracle(oracle)["classes"]
+    assert list(dict.fromkeys(seen)) == load_oracle(oracle)["classes"]
 
 
 def test_published_layout_network_and_type_table_priors_match_mlcg():
-    o = _oracle(S_ORACLE)
+    o = load_oracle(S_ORACLE)
     ckpt = convert_mlcg(S_MODEL)
     assert ckpt["units"] == {"length": "angstrom", "energy": "kcal/mol"} and ckpt["priors"] is None
     assert len(ckpt["prior_tables"]) == 51
@@ -70,7 +65,7 @@ def test_published_layout_network_and_type_table_priors_match_mlcg():
 
 
 def test_specialized_real_file_matches_mlcg_per_term_and_in_total(tmp_path):
-    o = _oracle(CA_ORACLE)
+    o = load_oracle(CA_ORACLE)
     out = tmp_path / "cln_ca.pt"
     assert main([str(_ca_model()), str(out)]) == 0
     model = load_model(out, dtype=torch.float64)              # our checkpoint: weights_only=True
@@ -112,21 +107,13 @@ def _archive(path, payload: bytes, prefix="evil"):
         z.writestr(f"{prefix}/version", "3\n")
 
 
-class _RunsCode:
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
-
-
 class _Evals:
     def __reduce__(self):
         return (eval, ("1+1",))
 
 
 @pytest.mark.parametrize("make, refused", [
-    (lambda m: _RunsCode(m), "system"),
+    (lambda m: RunsCode(m), "system"),
     (lambda m: _Evals(), "eval"),
     (lambda m: {"model": torch.nn.Linear}, "torch.nn.modules.linear.Linear"),   # a class: stubbed, then not a SumOut
 ])
@@ -168,7 +155,7 @@ def test_cli_entry_point(tmp_path):
     res = subprocess.run([str(ENTRY), "--help"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and "INPUT" in res.stdout.upper() and "--force" in res.stdout
     bad = tmp_path / "bad.pt"
-    _archive(bad, pickle.dumps(_RunsCode(tmp_path / "ran"), protocol=2))
+    _archive(bad, pickle.dumps(RunsCode(tmp_path / "ran"), protocol=2))
     res = subprocess.run([str(ENTRY), str(bad), str(tmp_path / "o.pt")], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and "refuses to load" in res.stderr
@@ -180,32 +167,12 @@ def test_cli_entry_point(tmp_path):
     assert res.returncode == 2 and "--force" in res.stderr
 
 
-def _chignolin_pdb(tmp_path) -> Path:
-    """An all-atom-style PDB whose N, CA, CB, C, O atoms sit at oracle S's 5-bead positions (frame 0), so that
-    the 5-bead mapping reproduces mlcg's chignolin (CLN025, YYDPETGTWY) beads exactly."""
-    o = _oracle(S_ORACLE)
-    seq = ["TYR", "TYR", "ASP", "PRO", "GLU", "THR", "GLY", "THR", "TRP", "TYR"]
-    lines, res, name = [], -1, ""
-    for i, (t, xyz) in enumerate(zip(o["bead_types"].tolist(), o["positions_A"][0].tolist())):
-        if t == 21:
-            res, name = res + 1, "N"
-        elif t == 22 or (t == 6 and name == "N"):
-            name = "CA"
-        else:
-            name = {23: "C", 24: "O"}.get(t, "CB")
-        lines.append(f"ATOM  {i + 1:5d}  {name:<3s} {seq[res]} A{res + 1:4d}    "
-                     f"{xyz[0]:8.3f}{xyz[1]:8.3f}{xyz[2]:8.3f}  1.00  0.00           {name[0]}")
-    path = tmp_path / "cln025_5bead.pdb"
-    path.write_text("\n".join(lines) + "\nEND\n")
-    return path
-
-
 def test_term_tuples_of_a_new_molecule_are_mlcgs(tmp_path):
     from flashschnet.cg import map_pdb
     from flashschnet.priors import mlcg_term_tuples
 
-    o = _oracle(S_ORACLE)
-    mol = map_pdb(_chignolin_pdb(tmp_path), mapping="5bead")
+    o = load_oracle(S_ORACLE)
+    mol = map_pdb(chignolin_pdb(tmp_path), mapping="5bead")
     assert list(mol.bead_types) == o["bead_types"].tolist()
     ours = mlcg_term_tuples(mol)
     for name, term in o["prior_terms"].items():          # all 51 terms, empty ones included
@@ -224,11 +191,11 @@ def test_converted_transferable_model_in_openmm_equals_mlcg(tmp_path):
     from flashschnet.cg import map_pdb
     from flashschnet.openmm import build_system
 
-    o = _oracle(S_ORACLE)
+    o = load_oracle(S_ORACLE)
     out = tmp_path / "s.pt"
     assert main([str(S_MODEL), str(out)]) == 0
     model = load_model(out, dtype=torch.float64)
-    mol = map_pdb(_chignolin_pdb(tmp_path), mapping="5bead")
+    mol = map_pdb(chignolin_pdb(tmp_path), mapping="5bead")
     system = build_system(mol, model)
     ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("Reference"))
     for frame in range(3):
@@ -246,7 +213,7 @@ def test_missing_residue_prior_is_a_clear_error(tmp_path):
 
     ckpt = convert_mlcg(S_MODEL)
     tables = [t for t in ckpt["prior_tables"] if t["name"] != "TRP_phi"]
-    mol = map_pdb(_chignolin_pdb(tmp_path), mapping="5bead")
+    mol = map_pdb(chignolin_pdb(tmp_path), mapping="5bead")
     with pytest.raises(InputError, match="no prior for TRP_phi"):
         priors_for_molecule(tables, mol, "m.pt")
     odd = tables + [dict(tables[0], name="my_special_bonds")]

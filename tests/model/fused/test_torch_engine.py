@@ -1,5 +1,5 @@
-"""The fused CPU path (backend="torch"): exact energies/forces without autograd, half pair list with a
-Verlet skin, chunked edges, determinism, neighbour-list overflow."""
+"""The fused CPU path (backend="torch", ``flashschnet.fused.torch_engine``): exact energies/forces without
+autograd, a Verlet skin, chunked edges, determinism. The neighbour lists themselves: test_neighbors.py."""
 from __future__ import annotations
 
 import pytest
@@ -7,11 +7,13 @@ import torch
 
 from conftest import EXAMPLES, assert_forces_match_finite_differences, oracle_path, rel_error
 from flashschnet import load_model, map_pdb
-from flashschnet.neighbors import NeighborListOverflow, VerletList, pair_list, tile_pairs, tile_pairs_fixed
 from flashschnet.fused import clear_engine_cache
 from flashschnet.fused.driver import energy_forces_fused
 from flashschnet.fused.layout import unpack
 from flashschnet.fused.torch_engine import TorchPairEngine
+
+PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
+PLACEHOLDER = str(EXAMPLES / "trpcage_placeholder.pt")
 
 
 @pytest.mark.parametrize("dtype, tol_e, tol_f", [(torch.float64, 1e-10, 1e-10), (torch.float32, 1e-5, 1e-4)])
@@ -105,79 +107,21 @@ def test_chunk_size_does_not_change_results(fixture_a):
         assert float((e - out[0][0]).abs().max()) < 1e-12 and float((f - out[0][1]).abs().max()) < 1e-12
 
 
-def test_pair_list_is_a_sorted_half_list_within_replicas():
-    torch.manual_seed(1)
-    pos = torch.randn(3, 40, 3, dtype=torch.float64) * 6.0
-    nl = pair_list(pos, 7.0, chunk=9)
-    assert bool((nl.i < nl.j).all())
-    assert bool(((nl.i // 40) == (nl.j // 40)).all())               # never across replicas
-    key = nl.i * 120 + nl.j
-    assert bool((key[1:] > key[:-1]).all())                          # sorted, no duplicates
-    want = set()
-    for r in range(3):
-        d = torch.cdist(pos[r], pos[r])
-        for a in range(40):
-            for b in range(a + 1, 40):
-                if d[a, b] < 7.0:
-                    want.add((r * 40 + a, r * 40 + b))
-    assert set(zip(nl.i.tolist(), nl.j.tolist())) == want
-    # CSR rows
-    for b in (0, 41, 119):
-        rows = nl.i[nl.row_ptr[b]:nl.row_ptr[b + 1]]
-        assert bool((rows == b).all()) and rows.numel() == int((nl.i == b).sum())
-
-
-def test_neighbor_list_overflow_is_detected_and_regrown():
-    torch.manual_seed(2)
-    pos = torch.randn(1, 30, 3, dtype=torch.float64) * 3.0
-    with pytest.raises(NeighborListOverflow):
-        pair_list(pos, 10.0, capacity=5)
-    v = VerletList(cutoff=8.0, skin=1.0, capacity=5)
-    nl = v.get(pos)
-    assert v.overflows >= 1 and v.capacity >= nl.n_pairs
-    assert nl.n_pairs == pair_list(pos, 9.0).n_pairs                   # nothing truncated
-
-
-def test_tile_list_covers_every_pair():
-    torch.manual_seed(3)
-    steps = torch.randn(2, 37, 3, dtype=torch.float64)
-    pos = torch.cumsum(3.8 * steps / steps.norm(dim=-1, keepdim=True), dim=1)    # two random chains
-    tl = tile_pairs(pos, block=8, cutoff=9.0)
-    T = tl.n_tiles
-    assert T == 5
-    listed = {tuple(p) for p in tl.pairs.tolist()}
-    for r in range(2):
-        d = torch.cdist(pos[r], pos[r])
-        for a in range(37):
-            for b in range(a + 1, 37):
-                if d[a, b] < 9.0:
-                    assert (r, a // 8, b // 8) in listed
-    assert len(listed) < 2 * T * (T + 1) // 2                          # something was culled
-    # CSR by destination tile and the transposed order of the off-diagonal entries
-    pairs = tl.pairs.long()
-    for g in range(2 * T):
-        rows = pairs[tl.row_ptr[g]:tl.row_ptr[g + 1]]
-        assert bool((rows[:, 0] * T + rows[:, 1] == g).all())
-        cols = pairs[tl.col_perm[tl.col_ptr[g]:tl.col_ptr[g + 1]].long()]
-        assert bool((cols[:, 0] * T + cols[:, 2] == g).all()) and bool((cols[:, 1] < cols[:, 2]).all())
-
-
-def test_fixed_capacity_tile_list_equals_the_exact_one():
-    torch.manual_seed(4)
-    steps = torch.randn(3, 45, 3, dtype=torch.float64)
-    pos = torch.cumsum(3.8 * steps / steps.norm(dim=-1, keepdim=True), dim=1)
-    exact = tile_pairs(pos, block=8, cutoff=10.0, skin=1.0)
-    fixed, overflow = tile_pairs_fixed(pos, block=8, cutoff=10.0, skin=1.0)
-    assert not bool(overflow)
-    T = exact.n_tiles
-    assert fixed.pairs.shape[0] == 3 * T * (T + 1) // 2                # fixed shape: every tile pair fits
-    Q = exact.n_entries
-    assert torch.equal(fixed.pairs[:Q], exact.pairs) and torch.equal(fixed.row_ptr, exact.row_ptr)
-    assert torch.equal(fixed.col_ptr, exact.col_ptr)
-    Qc = exact.col_perm.shape[0]
-    assert torch.equal(fixed.col_perm[:Qc], exact.col_perm)
-    # a capacity that is too small is reported, and the CSR stays inside the buffer
-    small, overflow = tile_pairs_fixed(pos, block=8, cutoff=10.0, skin=1.0, capacity=Q - 3)
-    assert bool(overflow) and int(small.row_ptr.max()) <= Q - 3
-    _, ok = tile_pairs_fixed(pos, block=8, cutoff=10.0, skin=1.0, capacity=Q)
-    assert not bool(ok)
+def test_forces_do_not_depend_on_the_verlet_list_history():
+    """The fused CPU path gives bitwise the same forces for the same positions whatever positions its Verlet
+    list was built at (the root cause of the non-bitwise resume of tests/integration/test_long_runs.py)."""
+    model = load_model(PLACEHOLDER, backend="torch")
+    weights, basis, filters = unpack(model.network)
+    mol = map_pdb(PDB, mapping="5bead")
+    types = torch.as_tensor(mol.bead_types)
+    pos = torch.as_tensor(mol.positions, dtype=torch.float32)[None].repeat(2, 1, 1)
+    g = torch.Generator().manual_seed(3)
+    moved = pos + 0.6 * (torch.rand(pos.shape, generator=g) - 0.5)    # < skin/2 = 1 A: no rebuild
+    fresh = TorchPairEngine(basis, filters, chunk=512)
+    aged = TorchPairEngine(basis, filters, chunk=512)
+    energy_forces_fused(weights, pos, types, aged)                     # list built at `pos`
+    e1, f1 = energy_forces_fused(weights, moved, types, aged)
+    e2, f2 = energy_forces_fused(weights, moved, types, fresh)         # list built at `moved`
+    assert aged.verlet.builds == 1 and fresh.verlet.builds == 1
+    assert aged.verlet.current.n_pairs != fresh.verlet.current.n_pairs  # different lists ...
+    assert torch.equal(e1, e2) and torch.equal(f1, f2)                 # ... same numbers

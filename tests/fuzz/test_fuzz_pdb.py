@@ -8,18 +8,19 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import EXAMPLES
 from flashschnet.cg import map_pdb_text
 from flashschnet.errors import InputError
+from helpers.fuzz import fuzz_settings
 
 TEXT = (EXAMPLES / "1L2Y_trpcage.pdb").read_text()
 ATOMS = [l for l in TEXT.splitlines() if l.startswith(("ATOM", "HETATM"))]
 FIRST_MODEL = ATOMS[:ATOMS.index(next(l for l in ATOMS[1:] if l[6:11].strip() == "1"))] if any(
     l[6:11].strip() == "1" for l in ATOMS[1:]) else ATOMS
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = fuzz_settings(60)
 
 
 def _check(text: str, mapping: str = "5bead") -> None:

@@ -12,7 +12,8 @@ import ast
 from pathlib import Path
 from typing import Dict, List, Set
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
+
 PACKAGES = {"model": "flashschnet", "plugin": "flashschnet.openmm", "scripts": "flashschnet.scripts"}
 
 

@@ -1,4 +1,5 @@
-"""Tests of the mlcg prior terms: torch reference, OpenMM forces, serialization and the placeholder fit."""
+"""Tests of the mlcg prior terms: torch reference, serialization and the placeholder fit. The terms as native
+OpenMM forces: tests/openmm/test_prior_forces.py."""
 
 import numpy as np
 import pytest
@@ -7,7 +8,6 @@ import torch
 from flashschnet.errors import InputError
 from flashschnet.priors import (
     DEFAULT_SIGMA,
-    REPULSION_MIN_GRAPH_DISTANCE,
     PriorSet,
     PriorTerm,
     compute_torsions,
@@ -17,27 +17,7 @@ from flashschnet.priors import (
     prior_energy_forces,
 )
 
-from conftest import DATA, SHARED, rel_error
-
-ORACLE = next((p for p in (DATA / "oracles" / "mlcg_prior_cln.pt", SHARED / "oracles" / "mlcg" / "mlcg_prior_cln.pt")
-               if p.exists()), DATA / "oracles" / "mlcg_prior_cln.pt")
-
-needs_oracle = pytest.mark.skipif(not ORACLE.exists(), reason=f"mlcg prior oracle not found at {ORACLE}")
-
-KCAL = 4.184  # kJ per kcal
-ANGSTROM = 0.1  # nm per Angstrom
-
-
-
-
-@pytest.fixture(scope="module")
-def oracle():
-    return torch.load(ORACLE, weights_only=True)
-
-
-@pytest.fixture(scope="module")
-def prior(oracle):
-    return PriorSet.from_mlcg_oracle(oracle)
+from conftest import needs_prior_oracle, rel_error
 
 
 # ------------------------------------------------------------------------------------------ hand-built molecule
@@ -85,50 +65,50 @@ def _cln_molecule(oracle, frame=0, types=None):
 
 
 # ------------------------------------------------------------------------------------------------ torch reference
-@needs_oracle
-def test_from_oracle_skips_empty_terms(oracle, prior):
-    names = [t.name for t in prior.terms]
-    assert not set(names) & set(oracle["empty_terms"])
-    assert set(names) == {n for n, t in oracle["terms"].items() if t["atom_indices"].numel()}
-    assert prior.n_beads == 49 and prior.fingerprint[0] == "5bead"
+@needs_prior_oracle
+def test_from_oracle_skips_empty_terms(prior_oracle, oracle_priors):
+    names = [t.name for t in oracle_priors.terms]
+    assert not set(names) & set(prior_oracle["empty_terms"])
+    assert set(names) == {n for n, t in prior_oracle["terms"].items() if t["atom_indices"].numel()}
+    assert oracle_priors.n_beads == 49 and oracle_priors.fingerprint[0] == "5bead"
 
 
-@needs_oracle
-def test_torch_reference_matches_mlcg(oracle, prior):
-    pos = oracle["positions_A"]
-    pt = per_term_energy(prior, pos)
+@needs_prior_oracle
+def test_torch_reference_matches_mlcg(prior_oracle, oracle_priors):
+    pos = prior_oracle["positions_A"]
+    pt = per_term_energy(oracle_priors, pos)
     for name, e in pt.items():
-        ref = oracle["terms"][name]
+        ref = prior_oracle["terms"][name]
         assert rel_error(e, ref["energies_kcal_mol"]) < 1e-6, name
-        t = PriorSet(terms=[prior.term(name)], n_beads=49)
+        t = PriorSet(terms=[oracle_priors.term(name)], n_beads=49)
         _, f = prior_energy_forces(t, pos)
         assert rel_error(f, ref["forces_kcal_mol_A"]) < 1e-6, name
-    e, f = prior_energy_forces(prior, pos)
+    e, f = prior_energy_forces(oracle_priors, pos)
     assert e.shape == (7,) and f.shape == (7, 49, 3)
-    assert rel_error(e, oracle["energies_kcal_mol"]) < 1e-10
-    assert rel_error(f, oracle["forces_kcal_mol_A"]) < 1e-10
-    assert rel_error(prior_energy(prior, pos), oracle["energies_kcal_mol"]) < 1e-10
+    assert rel_error(e, prior_oracle["energies_kcal_mol"]) < 1e-10
+    assert rel_error(f, prior_oracle["forces_kcal_mol_A"]) < 1e-10
+    assert rel_error(prior_energy(oracle_priors, pos), prior_oracle["energies_kcal_mol"]) < 1e-10
 
 
-@needs_oracle
-def test_torch_reference_float32(oracle, prior):
-    e, f = prior_energy_forces(prior, oracle["positions_A"].float())
+@needs_prior_oracle
+def test_torch_reference_float32(prior_oracle, oracle_priors):
+    e, f = prior_energy_forces(oracle_priors, prior_oracle["positions_A"].float())
     assert e.dtype == torch.float32 and f.dtype == torch.float32
-    assert rel_error(e, oracle["energies_kcal_mol"]) < 1e-4
-    assert rel_error(f, oracle["forces_kcal_mol_A"]) < 1e-3
+    assert rel_error(e, prior_oracle["energies_kcal_mol"]) < 1e-4
+    assert rel_error(f, prior_oracle["forces_kcal_mol_A"]) < 1e-3
 
 
-@needs_oracle
-def test_dihedral_sign_convention(oracle, prior):
+@needs_prior_oracle
+def test_dihedral_sign_convention(prior_oracle, oracle_priors):
     """mlcg's phi is mdtraj's (IUPAC) dihedral; sin terms would expose a sign flip."""
     import mdtraj as md
-    idx = torch.cat([t.indices for t in prior.terms_of_kind("dihedral_fourier")])
-    phi = compute_torsions(oracle["positions_A"], idx)
+    idx = torch.cat([t.indices for t in oracle_priors.terms_of_kind("dihedral_fourier")])
+    phi = compute_torsions(prior_oracle["positions_A"], idx)
     top = md.Topology()
     r = top.add_residue("X", top.add_chain())
     for _ in range(49):
         top.add_atom("C", md.element.carbon, r)
-    traj = md.Trajectory(oracle["positions_A"].numpy() / 10.0, top)
+    traj = md.Trajectory(prior_oracle["positions_A"].numpy() / 10.0, top)
     ref = md.compute_dihedrals(traj, idx.numpy())
     assert np.abs(np.angle(np.exp(1j * (ref - phi.numpy())))).max() < 1e-4
     assert (phi < 0).any() and (phi > 0).any()
@@ -158,97 +138,21 @@ def test_forces_match_finite_differences():
     assert (f - fd).abs().max() < 1e-6 * max(1.0, float(f.abs().max()))
 
 
-# ------------------------------------------------------------------------------------------------------ OpenMM
-def _platforms():
-    import openmm as mm
-    names = [mm.Platform.getPlatform(i).getName() for i in range(mm.Platform.getNumPlatforms())]
-    return [p for p in ("Reference", "CPU") if p in names]
-
-
-def _openmm_eval(prior, pos_A, platform, replicas=1):
-    import openmm as mm
-    from flashschnet.openmm.priors import add_prior_forces
-
-    n = prior.n_beads
-    system = mm.System()
-    for _ in range(replicas * n):
-        system.addParticle(12.0)
-    forces = add_prior_forces(system, prior, replicas=replicas, n_beads=n, length_to_nm=ANGSTROM,
-                              energy_to_kj=KCAL, force_group=1)
-    plat = mm.Platform.getPlatformByName(platform)
-    props = {"Precision": "double"} if platform in ("CUDA", "OpenCL") else {}
-    ctx = mm.Context(system, mm.VerletIntegrator(0.001), plat, props)
-    ctx.setPositions(np.asarray(pos_A, dtype=np.float64).reshape(-1, 3) * ANGSTROM)
-    st = ctx.getState(getEnergy=True, getForces=True, groups={1})
-    e = st.getPotentialEnergy().value_in_unit(mm.unit.kilojoule_per_mole) / KCAL
-    f = np.asarray(st.getForces(asNumpy=True).value_in_unit(mm.unit.kilojoule_per_mole / mm.unit.nanometer))
-    # the forces belong to ``system``: return it too so they stay valid
-    return e, f / (KCAL / ANGSTROM), (system, forces)
-
-
-@needs_oracle
-@pytest.mark.parametrize("platform", ["Reference", "CPU"])
-def test_openmm_matches_mlcg(oracle, prior, platform):
-    if platform not in _platforms():
-        pytest.skip(f"OpenMM platform {platform} not available")
-    tol = 1e-6 if platform == "Reference" else 1e-4
-    for fr in range(oracle["positions_A"].shape[0]):
-        e, f, (system, forces) = _openmm_eval(prior, oracle["positions_A"][fr].numpy(), platform)
-        assert abs(e - float(oracle["energies_kcal_mol"][fr])) <= tol * abs(float(oracle["energies_kcal_mol"][fr]))
-        assert rel_error(f, oracle["forces_kcal_mol_A"][fr]) < tol, (platform, fr)
-    assert len(forces) == 4
-    assert all(not fo.usesPeriodicBoundaryConditions() and fo.getForceGroup() == 1 for fo in forces)
-    assert len({fo.getName() for fo in forces}) == 4
-
-
-@needs_oracle
-def test_openmm_per_term_matches_mlcg(oracle, prior):
-    """Each term alone (catches a dihedral sign flip hidden by other terms)."""
-    for t in prior.terms:
-        one = PriorSet(terms=[t], n_beads=49)
-        e, f, _ = _openmm_eval(one, oracle["positions_A"][1].numpy(), "Reference")
-        ref = oracle["terms"][t.name]
-        assert abs(e - float(ref["energies_kcal_mol"][1])) <= 1e-6 * max(1.0, abs(float(ref["energies_kcal_mol"][1]))), t.name
-        assert rel_error(f, ref["forces_kcal_mol_A"][1]) < 1e-6, t.name
-
-
-@needs_oracle
-def test_openmm_replicas(oracle, prior):
-    pos = oracle["positions_A"][:3].numpy()
-    e, f, _ = _openmm_eval(prior, pos, "Reference", replicas=3)
-    assert abs(e - float(oracle["energies_kcal_mol"][:3].sum())) < 1e-6 * abs(e)
-    f = f.reshape(3, 49, 3)
-    for r in range(3):
-        assert rel_error(f[r], oracle["forces_kcal_mol_A"][r]) < 1e-6
-
-
-def test_openmm_requires_units():
-    import openmm as mm
-    from flashschnet.openmm.priors import add_prior_forces
-
-    ps = PriorSet(terms=[PriorTerm("b", "harmonic_bond", [[0, 1]], {"x0": [1.0], "k": [1.0]})], n_beads=2)
-    system = mm.System()
-    system.addParticle(1.0)
-    system.addParticle(1.0)
-    with pytest.raises(ValueError):
-        add_prior_forces(system, ps)
-
-
 # ------------------------------------------------------------------------------------------------ serialization
-@needs_oracle
-def test_round_trip(oracle, prior, tmp_path):
+@needs_prior_oracle
+def test_round_trip(prior_oracle, oracle_priors, tmp_path):
     p = tmp_path / "prior.pt"
-    torch.save(prior.to_dict(), p)
+    torch.save(oracle_priors.to_dict(), p)
     back = PriorSet.from_dict(torch.load(p, weights_only=True))
-    assert back.n_beads == prior.n_beads and back.fingerprint == prior.fingerprint
-    assert back.units == prior.units and back.description == prior.description
-    assert [t.name for t in back.terms] == [t.name for t in prior.terms]
-    for a, b in zip(prior.terms, back.terms):
+    assert back.n_beads == oracle_priors.n_beads and back.fingerprint == oracle_priors.fingerprint
+    assert back.units == oracle_priors.units and back.description == oracle_priors.description
+    assert [t.name for t in back.terms] == [t.name for t in oracle_priors.terms]
+    for a, b in zip(oracle_priors.terms, back.terms):
         assert a.kind == b.kind and torch.equal(a.indices, b.indices)
         assert a.params.keys() == b.params.keys()
         assert all(torch.equal(a.params[k], b.params[k]) and b.params[k].dtype == torch.float64 for k in a.params)
-    pos = oracle["positions_A"]
-    assert torch.equal(prior_energy(back, pos), prior_energy(prior, pos))
+    pos = prior_oracle["positions_A"]
+    assert torch.equal(prior_energy(back, pos), prior_energy(oracle_priors, pos))
 
 
 def test_round_trip_no_fingerprint(tmp_path):
@@ -263,11 +167,11 @@ def _tuples(t):
     return {tuple(x) for x in t.tolist()}
 
 
-@needs_oracle
-def test_fit_topology_matches_mlcg(oracle):
-    mol = _cln_molecule(oracle)
+@needs_prior_oracle
+def test_fit_topology_matches_mlcg(prior_oracle):
+    mol = _cln_molecule(prior_oracle)
     fit = fit_priors_to_structure(mol)
-    T = oracle["terms"]
+    T = prior_oracle["terms"]
 
     def union(names):
         return set().union(*[_tuples(T[n]["atom_indices"]) for n in names if n in T])
@@ -279,15 +183,14 @@ def test_fit_topology_matches_mlcg(oracle):
     assert _tuples(fit.term("omega").indices) == union(["pro_omega", "non_pro_omega"])
     assert _tuples(fit.term("gamma_1").indices) == union(["gamma_1"])
     assert _tuples(fit.term("gamma_2").indices) == union(["gamma_2"])
-    assert REPULSION_MIN_GRAPH_DISTANCE == 5
     assert _tuples(fit.term("non_bonded").indices) == union(["non_bonded"])
     assert fit.term("non_bonded").n_tuples == 924
     assert fit.fingerprint == mol.fingerprint()
 
 
-@needs_oracle
-def test_fit_native_is_minimum(oracle):
-    mol = _cln_molecule(oracle)
+@needs_prior_oracle
+def test_fit_native_is_minimum(prior_oracle):
+    mol = _cln_molecule(prior_oracle)
     fit = fit_priors_to_structure(mol)
     pos = torch.as_tensor(mol.positions).unsqueeze(0)
     pt = per_term_energy(fit, pos)
@@ -306,29 +209,29 @@ def test_fit_native_is_minimum(oracle):
     assert bool((sig <= 0.9 * d + 1e-12).all())
 
 
-@needs_oracle
-def test_fit_glycine_and_chain_ends(oracle):
+@needs_prior_oracle
+def test_fit_glycine_and_chain_ends(prior_oracle):
     """Gly (residue 7) has no gamma_1; no phi for the first residue, no psi/omega/gamma_2 for the last."""
-    mol = _cln_molecule(oracle)
+    mol = _cln_molecule(prior_oracle)
     fit = fit_priors_to_structure(mol, k_dihedral=2.0)
     assert fit.term("gamma_1").n_tuples == 9 and fit.term("phi").n_tuples == 9
     assert fit.term("omega").n_tuples == 9 and fit.term("gamma_2").n_tuples == 9
     assert torch.allclose(fit.term("phi").params["v0"], torch.full((9,), 2.0, dtype=torch.float64))
 
 
-@needs_oracle
-def test_check_applies_to(oracle, prior):
-    mol = _cln_molecule(oracle)
-    prior.check_applies_to(mol)  # fine
-    types = oracle["bead_types"].tolist()
+@needs_prior_oracle
+def test_check_applies_to(prior_oracle, oracle_priors):
+    mol = _cln_molecule(prior_oracle)
+    oracle_priors.check_applies_to(mol)  # fine
+    types = prior_oracle["bead_types"].tolist()
     types[12] = 4  # ASP CB -> GLU CB
-    other = _cln_molecule(oracle, types=types)
+    other = _cln_molecule(prior_oracle, types=types)
     with pytest.raises(InputError) as exc:
-        prior.check_applies_to(other)
+        oracle_priors.check_applies_to(other)
     msg = str(exc.value)
     assert "\n" not in msg and "49-bead 5bead molecule (YYDPETGTWY)" in msg and "bead 12" in msg
     # different size
-    small = PriorSet(terms=prior.terms[:1], n_beads=49, fingerprint=("5bead", tuple(types[:10])))
+    small = PriorSet(terms=oracle_priors.terms[:1], n_beads=49, fingerprint=("5bead", tuple(types[:10])))
     with pytest.raises(InputError):
         small.check_applies_to(mol)
     # no fingerprint, but indices beyond the molecule
@@ -349,12 +252,12 @@ def test_bad_inputs():
         prior_energy(ps, torch.zeros(2, 3))
 
 
-@needs_oracle
-def test_fit_ca_mapping(oracle):
+@needs_prior_oracle
+def test_fit_ca_mapping(prior_oracle):
     """CA mapping: bonds CA_i-CA_{i+1}, angles over 3 CAs, dihedrals over 4, repulsion from 5 bonds apart."""
     from flashschnet.cg.molecule import CGMolecule
 
-    five = _cln_molecule(oracle)
+    five = _cln_molecule(prior_oracle)
     ca = [i for i, n in enumerate(five.bead_names) if n == "CA"]
     nres = len(ca)
     mol = CGMolecule(mapping="ca", bead_names=["CA"] * nres,

@@ -72,7 +72,7 @@ def test_resume_continues_the_trajectory(tmp_path, platform):
     t1 = md.load(str(straight / "replica_000.dcd"), top=str(straight / "topology.pdb"))
     t2 = md.load(str(split / "replica_000.dcd"), top=str(split / "topology.pdb"))
     assert t1.n_frames == t2.n_frames == 4
-    # the resumed run repeats the straight one bitwise (tests/test_long_runs.py checks every output)
+    # the resumed run repeats the straight one bitwise (tests/integration/test_long_runs.py checks every output)
     assert np.array_equal(t1.xyz, t2.xyz)
     with open(split / "log.csv") as f:
         steps = [int(r["step"]) for r in csv.DictReader(f)]

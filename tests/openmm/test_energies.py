@@ -24,8 +24,9 @@ def _state_energy(system, platform, pos_nm):
 @pytest.mark.parametrize("platform", platforms())
 @pytest.mark.parametrize("network_force", ["torch", "python"])
 @pytest.mark.parametrize("replicas", [1, 3])
-def test_replica_energies_sum_to_the_contexts_energy(platform, network_force, replicas):
-    model = load_model(EXAMPLES / "trpcage_trained.pt", dtype=torch.float64, backend="torch")
+@pytest.mark.parametrize("backend", ["torch", "reference"])
+def test_replica_energies_sum_to_the_contexts_energy(platform, network_force, replicas, backend):
+    model = load_model(EXAMPLES / "trpcage_trained.pt", dtype=torch.float64, backend=backend)
     mol = map_pdb(EXAMPLES / "1L2Y_trpcage.pdb")
     priors = model.priors_for(mol)
     types = torch.as_tensor(mol.bead_types)

@@ -2,30 +2,22 @@
 too few bead types. Each is an InputError with one line naming the file; nothing in the file runs."""
 from __future__ import annotations
 
-import os
 import pickle
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
 from conftest import EXAMPLES
 from flashschnet.checkpoint import load_model, read_model_file
 from flashschnet.errors import InputError
+from helpers.fuzz import fuzz_settings
+from helpers.model_files import RunsCode, one_line_load_error
 
 MODEL = EXAMPLES / "trpcage_trained.pt"
 DATA = MODEL.read_bytes()
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                           HealthCheck.function_scoped_fixture])
-
-
-def _one_line_error(path):
-    with pytest.raises(InputError) as err:
-        load_model(path)
-    msg = str(err.value)
-    assert "\n" not in msg and str(path) in msg, msg
-    return msg
+SETTINGS = fuzz_settings(25, HealthCheck.function_scoped_fixture)
 
 
 @SETTINGS
@@ -33,7 +25,7 @@ def _one_line_error(path):
 def test_truncated_checkpoint(tmp_path, cut):
     p = tmp_path / "cut.pt"
     p.write_bytes(DATA[:cut])
-    _one_line_error(p)
+    one_line_load_error(p)
 
 
 @SETTINGS
@@ -41,26 +33,18 @@ def test_truncated_checkpoint(tmp_path, cut):
 def test_random_bytes(tmp_path, junk):
     p = tmp_path / "junk.pt"
     p.write_bytes(junk)
-    _one_line_error(p)
-
-
-class _RunsCode:
-    def __init__(self, marker):
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
+    one_line_load_error(p)
 
 
 def test_pickle_that_runs_code_is_refused(tmp_path):
     marker = tmp_path / "ran"
     p = tmp_path / "evil.pt"
-    torch.save({"format_version": 1, "config": _RunsCode(marker)}, p, pickle_protocol=2)
-    assert "needs arbitrary code" in _one_line_error(p)
+    torch.save({"format_version": 1, "config": RunsCode(marker)}, p, pickle_protocol=2)
+    assert "needs arbitrary code" in one_line_load_error(p)
     p2 = tmp_path / "evil2.pt"
     with open(p2, "wb") as f:
-        pickle.dump(_RunsCode(marker), f, protocol=2)
-    _one_line_error(p2)
+        pickle.dump(RunsCode(marker), f, protocol=2)
+    one_line_load_error(p2)
     assert not marker.exists()
 
 
@@ -71,7 +55,7 @@ def test_nan_weights_and_too_few_bead_types(tmp_path):
     bad["state_dict"][key] = bad["state_dict"][key].clone().fill_(float("nan"))
     p = tmp_path / "nan.pt"
     torch.save(bad, p)
-    assert "NaN" in _one_line_error(p)
+    assert "NaN" in one_line_load_error(p)
     small = dict(ckpt, config=dict(ckpt["config"], embedding_size=5), state_dict=dict(ckpt["state_dict"]))
     small["state_dict"]["embedding_layer.weight"] = small["state_dict"]["embedding_layer.weight"][:5].clone()
     p = tmp_path / "small.pt"

@@ -1,6 +1,6 @@
 """flashschnet-benchmark: --help through the console entry point, and a tiny end-to-end run (trp-cage,
 R = 1, 2, both CPU backends, a 2-step OpenMM run, the built-in default model) checking the JSON and the
-printed table. The run from an installed package outside the checkout: tests/test_packaging.py."""
+printed table. The run from an installed package outside the checkout: tests/integration/test_packaging.py."""
 from __future__ import annotations
 
 import json

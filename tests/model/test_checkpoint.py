@@ -1,0 +1,83 @@
+"""Model files (``flashschnet.checkpoint``): our checkpoint round trip, the bundled placeholder model, an mlcg
+export's config, and the one-line errors of unreadable, unsafe or inconsistent files."""
+from __future__ import annotations
+
+import pickle
+
+import torch
+
+from conftest import EXAMPLES, oracle_path
+from flashschnet import load_model
+from flashschnet.checkpoint import read_model_file, save_checkpoint
+from helpers.model_files import one_line_load_error
+
+
+def test_checkpoint_round_trip(tmp_path, fixture_a, model64):
+    path = tmp_path / "m.pt"
+    save_checkpoint(path, model64, metadata={"description": "test"})
+    raw = torch.load(path, weights_only=True)
+    assert {"format_version", "config", "units", "state_dict"} <= set(raw)
+    assert raw["units"] == {"length": "angstrom", "energy": "kcal/mol"}
+    m2 = load_model(path, dtype=torch.float64, backend="reference")
+    e1, f1 = model64.energy_forces(fixture_a["positions_A"], fixture_a["bead_types"])
+    e2, f2 = m2.energy_forces(fixture_a["positions_A"], fixture_a["bead_types"])
+    assert torch.equal(e1, e2) and torch.equal(f1, f2)
+    assert m2.metadata["description"] == "test"
+
+
+def test_bundled_placeholder_model_loads_with_priors():
+    m = load_model(EXAMPLES / "trpcage_placeholder.pt")
+    assert m.metadata["placeholder"] is True and "PLACEHOLDER" in m.metadata["description"]
+    assert m.priors is not None and m.priors.n_beads == 97
+    assert m.config["cg_mapping"] == "5bead"
+
+
+def test_mlcg_export_config(model64):
+    cfg = model64.config
+    assert cfg["rbf"] == {"kind": "gaussian", "num_rbf": 50,
+                          "cutoff": {"kind": "cosine", "cutoff_lower": 0.0, "cutoff_upper": 15.0}}
+    assert cfg["cutoff"]["kind"] == "cosine" and cfg["cg_mapping"] == "5bead"
+
+
+class _Evil:
+    def __reduce__(self):
+        return (print, ("this must never run",))
+
+
+def test_model_file_errors(tmp_path, fixture_a, capsys):
+    one_line_load_error(tmp_path / "missing.pt", "not found")
+    (tmp_path / "junk.pt").write_bytes(b"\x00\x01garbage" * 10)
+    one_line_load_error(tmp_path / "junk.pt", "not a readable model file")
+    (tmp_path / "empty.pt").write_bytes(b"")
+    one_line_load_error(tmp_path / "empty.pt", "not a readable model file")
+    good = oracle_path("mlcg_schnet_A.pt").read_bytes()
+    (tmp_path / "trunc.pt").write_bytes(good[: len(good) // 2])
+    one_line_load_error(tmp_path / "trunc.pt", "not a readable model file")
+    torch.save({"evil": _Evil()}, tmp_path / "evil.pt")
+    one_line_load_error(tmp_path / "evil.pt", "arbitrary code")
+    assert "this must never run" not in capsys.readouterr().out
+    with open(tmp_path / "plain.pkl", "wb") as f:
+        pickle.dump([1, 2, 3], f)
+    one_line_load_error(tmp_path / "plain.pkl", "model")
+    torch.save({"something": torch.zeros(3)}, tmp_path / "other.pt")
+    one_line_load_error(tmp_path / "other.pt", "not a flashschnet checkpoint or an mlcg export")
+
+
+def test_model_weight_errors(tmp_path, fixture_a):
+    bad = dict(fixture_a)
+    sd = dict(bad["state_dict"])
+    sd["interaction_blocks.0.lin.bias"] = torch.full_like(sd["interaction_blocks.0.lin.bias"], float("nan"))
+    bad["state_dict"] = sd
+    torch.save(bad, tmp_path / "nan.pt")
+    one_line_load_error(tmp_path / "nan.pt", "NaN")
+    sd = dict(fixture_a["state_dict"])
+    sd["embedding_layer.weight"] = sd["embedding_layer.weight"][:10]
+    torch.save(dict(fixture_a, state_dict=sd), tmp_path / "shape.pt")
+    one_line_load_error(tmp_path / "shape.pt", "embedding_layer.weight")
+    sd = dict(fixture_a["state_dict"])
+    del sd["output_network.layers.4.weight"]
+    torch.save(dict(fixture_a, state_dict=sd), tmp_path / "missing_key.pt")
+    one_line_load_error(tmp_path / "missing_key.pt", "missing")
+    ckpt = read_model_file(oracle_path("mlcg_schnet_A.pt"))
+    torch.save(dict(ckpt, format_version=99), tmp_path / "future.pt")
+    one_line_load_error(tmp_path / "future.pt", "format_version")
