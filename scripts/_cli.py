@@ -111,13 +111,6 @@ def _writable_dir(directory: str, what: str) -> None:
         raise InputError(f"{what}: {directory} is not writable")
 
 
-def cpu_model() -> str:
-    """The CPU's model name as /proc/cpuinfo gives it (:func:`flashschnet.openmm.benchmark.machine.cpu_model`)."""
-    from flashschnet.openmm.benchmark.machine import cpu_model as _cpu_model
-
-    return _cpu_model()
-
-
 def add_run_arguments(p: argparse.ArgumentParser, dt_fs: float, report_interval: int, seed_help: str,
                       threads_help: str) -> None:
     """The options every simulation command shares (OpenMM units: fs, K, 1/ps; kJ/mol/nm)."""
@@ -140,9 +133,11 @@ def add_run_arguments(p: argparse.ArgumentParser, dt_fs: float, report_interval:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-#: optional dependency (import name) -> the extra of setup.py that installs it (``pip install 'flashschnet[X]'``)
-EXTRAS = {"matplotlib": "analysis", "tables": "analysis", "vermouth": "martini", "insane": "martini",
-          "openmmml": "openmmml"}
+#: optional dependency (import name) -> the extra of setup.py that installs it (``pip install 'flashschnet[X]'``);
+#: martinize2 and insane (extra ``martini``) are run as programs: flashschnet.openmm.martini.prepare names the extra
+EXTRAS = {"matplotlib": "analysis", "tables": "analysis", "openmmml": "openmmml"}
+
+
 def missing_extra_message(module: str) -> str:
     """One line: ``module`` is missing, and the ``pip install`` of the extra that brings it."""
     return f"{module} is not installed (an optional dependency); pip install 'flashschnet[{EXTRAS[module]}]'"

@@ -14,7 +14,7 @@ from typing import List, Optional
 
 from flashschnet.names import BACKENDS
 
-from ._cli import cpu_model, finish, require_extras
+from ._cli import finish, require_extras
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,6 +61,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     def job(echo):
         require_extras("matplotlib")                 # comparison.png
+        from flashschnet.openmm.benchmark.machine import cpu_model
+
         return compare(settings, machine=cpu_model(), progress=not args.quiet, echo=echo)
 
     return finish("flashschnet-compare", job, summary)
