@@ -127,10 +127,11 @@ def read_model_file(path) -> Dict[str, Any]:
 
 
 def build_model(ckpt: Dict[str, Any], path: str = "<checkpoint>", backend: Optional[str] = None,
-                dtype: torch.dtype = torch.float32, device="cpu", skin: Optional[float] = None) -> CGSchNet:
+                dtype: torch.dtype = torch.float32, device="cpu", skin: Optional[float] = None,
+                matmul: str = "auto", cuda_graph: bool = False) -> CGSchNet:
     """Build a :class:`CGSchNet` from a checkpoint dict and load its weights (strictly)."""
     model = CGSchNet(normalize_config(ckpt["config"]), backend=backend, units=ckpt["units"], device=str(device),
-                     skin=skin)
+                     skin=skin, matmul=matmul, cuda_graph=cuda_graph)
     model = model.to(dtype=dtype)          # before loading: float64 weights must not pass through float32
     own = model.state_dict()
     sd = ckpt["state_dict"]
@@ -152,7 +153,7 @@ def build_model(ckpt: Dict[str, Any], path: str = "<checkpoint>", backend: Optio
 
 
 def load_model(path, backend: Optional[str] = None, dtype: torch.dtype = torch.float32, device="cpu",
-               skin: Optional[float] = None) -> LoadedModel:
+               skin: Optional[float] = None, matmul: str = "auto", cuda_graph: bool = False) -> LoadedModel:
     """Load a CGSchNet and what its file carries from a flashschnet checkpoint or an mlcg export file.
 
     Parameters
@@ -166,6 +167,11 @@ def load_model(path, backend: Optional[str] = None, dtype: torch.dtype = torch.f
     device : str or torch.device
     skin : float or None
         Verlet skin of the fused backends (model length unit; see :class:`CGSchNet`); None: the default.
+    matmul : str
+        Matrix-product precision of the triton backend ("auto", "ieee", "tf32", "bf16", "fp16"; see
+        :class:`CGSchNet`).
+    cuda_graph : bool
+        Replay each step of a fused backend on CUDA as a CUDA graph (see :class:`CGSchNet`).
 
     Returns
     -------
@@ -177,7 +183,8 @@ def load_model(path, backend: Optional[str] = None, dtype: torch.dtype = torch.f
     """
     path = os.fspath(path)
     ckpt = read_model_file(path)
-    network = build_model(ckpt, path, backend=backend, dtype=dtype, device=device, skin=skin)
+    network = build_model(ckpt, path, backend=backend, dtype=dtype, device=device, skin=skin, matmul=matmul,
+                          cuda_graph=cuda_graph)
     priors = None
     if ckpt.get("priors") is not None:
         from .priors import PriorSet

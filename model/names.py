@@ -23,6 +23,16 @@ VARIANTS = {
     "bf16-cast": ("bfloat16", False),
 }
 
+#: matrix-product precision of the triton backend's filter network -> description
+#: (:func:`flashschnet.fused.triton_ops.resolve_dot`; the packed layout stores the position in this table)
+MATMULS = {
+    "auto": "float64: ieee; channel-wise 16-bit weights: their own type; float32: tf32",
+    "ieee": "exact in the compute dtype (on a GPU the triton backend then runs the torch backend's engine)",
+    "tf32": "tensor cores, tf32 operands, float32 accumulation",
+    "bf16": "tensor cores, bfloat16 operands, float32 accumulation",
+    "fp16": "tensor cores, float16 operands, float32 accumulation",
+}
+
 #: network arithmetic: precision name -> torch dtype name
 PRECISIONS = {"single": "float32", "double": "float64"}
 

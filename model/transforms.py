@@ -31,7 +31,7 @@ def quantize(model, dtype=torch.float16, per_channel: bool = True):
     Returns
     -------
     LoadedModel or CGSchNet (as given)
-        Same backend, skin, dtype and device; ``config["quantization"]`` records the scheme, so
+        Same backend, skin, matmul, cuda_graph, dtype and device; ``config["quantization"]`` records the scheme, so
         :func:`flashschnet.save_checkpoint` / :func:`flashschnet.load_model` round-trip it bit for bit. A
         LoadedModel keeps its priors, prior tables and metadata.
     """
@@ -45,7 +45,8 @@ def quantize(model, dtype=torch.float16, per_channel: bool = True):
     name = dtype_name(dtype)
     cfg["quantization"] = {"dtype": name, "per_channel": bool(per_channel)}
     ref_param = model.embedding_layer.weight
-    new = CGSchNet(cfg, backend=model.backend, units=model.units, device=ref_param.device.type, skin=model.skin)
+    new = CGSchNet(cfg, backend=model.backend, units=model.units, device=ref_param.device.type, skin=model.skin,
+                   matmul=model.matmul, cuda_graph=model.cuda_graph)
     new = new.to(dtype=ref_param.dtype, device=ref_param.device)
     src = dict(model.named_modules())
     with torch.no_grad():

@@ -12,7 +12,9 @@ A TorchScript module can only pass plain lists across a custom-op boundary, so a
     :mod:`flashschnet.nn.quant`). Gaussian basis: ``centers`` = ``offset`` [K], ``widths`` = ``coeff`` [];
     ExpNormal: ``means`` [K], ``betas`` [K].
 ``ints`` (:func:`config_scalars`)
-    ``[n_blocks, n_hidden_out_layers, basis_kind (0 gaussian, 1 expnormal), rbf_env, filt_env, quantized]``.
+    ``[n_blocks, n_hidden_out_layers, basis_kind (0 gaussian, 1 expnormal), rbf_env, filt_env, quantized,
+    matmul, cuda_graph]``; ``matmul`` is the position in :data:`flashschnet.names.MATMULS` (0 = auto) of the
+    triton backend's matrix-product precision, ``cuda_graph`` 1 to replay each step as a CUDA graph.
 ``floats`` (:func:`config_scalars`)
     ``[alpha, basis_lower, rc_rbf, rc_filt, rc_graph, skin]`` (model length unit; ``skin`` is the Verlet skin
     of the engines' neighbour lists).
@@ -29,6 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from ..errors import InputError
+from ..names import MATMULS
 from ..nn.quant import dequantize_weight
 
 
@@ -42,13 +45,15 @@ def fused_unsupported_reason(cfg: Dict[str, Any]) -> str:
     return ""
 
 
-def config_scalars(cfg: Dict[str, Any], alpha: float, skin: float) -> Tuple[List[int], List[float]]:
+def config_scalars(cfg: Dict[str, Any], alpha: float, skin: float, matmul: str = "auto",
+                   cuda_graph: bool = False) -> Tuple[List[int], List[float]]:
     """``(ints, floats)`` of the layout for a normalized config, the ExpNormal ``alpha`` (0 for a Gaussian
-    basis) and the Verlet ``skin`` (model length unit)."""
+    basis), the Verlet ``skin`` (model length unit), the triton backend's ``matmul`` precision and the
+    ``cuda_graph`` switch."""
     rb = cfg["rbf"]
     ints = [int(cfg["num_interactions"]), len(cfg["output_hidden_layer_widths"]), 0 if rb["kind"] == "gaussian" else 1,
             int(rb["cutoff"]["kind"] == "cosine"), int(cfg["cutoff"]["kind"] == "cosine"),
-            int(cfg.get("quantization") is not None)]
+            int(cfg.get("quantization") is not None), list(MATMULS).index(matmul), int(bool(cuda_graph))]
     floats = [float(alpha), float(rb["cutoff"]["cutoff_lower"]), float(rb["cutoff"]["cutoff_upper"]),
               float(cfg["cutoff"]["cutoff_upper"]), float(rb["cutoff"]["cutoff_upper"]), float(skin)]
     return ints, floats
@@ -136,7 +141,7 @@ def unpack_params(params: List[torch.Tensor], ints: List[int], floats: List[floa
     """The parts of the packed layout (module docstring). Quantized weights (``ints[5] == 1``) are dequantized
     into the dtype of the embedding (the model's dtype). ``with_filters=False`` skips the filter networks
     (returns an empty list; the per-step call, whose engine holds its own filters)."""
-    n_blocks, n_hidden, kind, rbf_env, filt_env, quantized = ints
+    n_blocks, n_hidden, kind, rbf_env, filt_env, quantized = ints[:6]
     alpha, lower, rc_rbf, rc_filt, rc_graph, _skin = floats
     emb, centers, widths = params[0], params[1], params[2]
     dt = emb.dtype
@@ -173,6 +178,11 @@ def unpack_params(params: List[torch.Tensor], ints: List[int], floats: List[floa
                       lower=lower, rbf_env=bool(rbf_env), rc_rbf=rc_rbf, filt_env=bool(filt_env), rc_filt=rc_filt,
                       rc_graph=rc_graph)
     return NodeWeights(embedding=emb, blocks=blocks, out=out), basis, filters
+
+
+def step_options(ints: List[int]) -> Tuple[str, bool]:
+    """``(matmul name, cuda_graph)`` of the layout's ``ints``."""
+    return list(MATMULS)[int(ints[6])], bool(ints[7])
 
 
 def unpack(model) -> Tuple[NodeWeights, BasisSpec, List[FilterWeights]]:

@@ -15,14 +15,19 @@ calls on different engines run concurrently.
 """
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Dict, List, Tuple
 
 import torch
 
 from .driver import energy_forces_fused
-from .layout import unpack_params
+from .graph import GraphedStep
+from .layout import step_options, unpack_params
 from .torch_engine import TorchPairEngine
+
+_log = logging.getLogger("flashschnet")
+_NOTED: set = set()
 
 _ENGINES: Dict[tuple, object] = {}
 _MAX_ENGINES = 64
@@ -34,18 +39,25 @@ def _engine(backend: str, params, ints, floats, positions):
     # engine, and the engine keeps the weights alive, so their addresses cannot be reused by another model
     # while the entry exists.
     weights_key = tuple((p.data_ptr(), p._version) for p in params)
-    key = (backend, params[0].device.type, tuple(positions.shape), positions.dtype, weights_key)
+    matmul, cuda_graph = step_options(ints)
+    key = (backend, params[0].device.type, tuple(positions.shape), positions.dtype, matmul, cuda_graph, weights_key)
     with _ENGINES_LOCK:
         eng = _ENGINES.get(key)
         if eng is None:
-            _, basis, filters = unpack_params(params, ints, floats)
+            weights, basis, filters = unpack_params(params, ints, floats)
             skin = floats[5]
+            if backend == "triton" and positions.is_cuda and _exact_on_cuda(matmul, positions.dtype, filters):
+                backend = "torch"
             if backend == "torch":
                 eng = TorchPairEngine(basis, filters, skin=skin)
             else:
                 from .triton_engine import TritonTileEngine      # imports triton: only when asked for
 
-                eng = TritonTileEngine(basis, filters, skin=skin)
+                eng = TritonTileEngine(basis, filters, skin=skin, dot=matmul)
+            eng.node_weights = weights       # cached: the output network is dequantized once, not per step
+            eng.graphed = None
+            if cuda_graph and positions.is_cuda:
+                eng.graphed = GraphedStep(lambda p, t, e=eng: energy_forces_fused(e.node_weights, p, t, e))
             eng.pinned_weights = list(params)
             eng.lock = threading.Lock()          # one call at a time: the engine holds that call's pair list
             if len(_ENGINES) >= _MAX_ENGINES:
@@ -54,15 +66,34 @@ def _engine(backend: str, params, ints, floats, positions):
     return eng
 
 
+def _exact_on_cuda(matmul: str, dtype: torch.dtype, filters) -> bool:
+    """True (and a one-line note, once per case) when the triton backend is asked for exact products on a GPU
+    -- float64, or ``matmul="ieee"`` -- which its kernels do not run there: the torch backend's engine does."""
+    from .triton_ops import exact_on_cuda, resolve_dot
+
+    quant = filters[0].A1q.dtype if filters and filters[0].A1q is not None else None
+    dot = resolve_dot(matmul, dtype, quant)
+    if not exact_on_cuda(dot):
+        return False
+    why = "float64" if dtype == torch.float64 else "matmul='ieee'"
+    if why not in _NOTED:
+        _NOTED.add(why)
+        _log.warning(f"flashschnet: backend 'triton' with {why} on CUDA runs the torch backend's engine (exact "
+                     f"products; the tensor-core kernels take float32 with matmul auto/tf32/bf16/fp16)")
+    return True
+
+
 @torch.library.custom_op("flashschnet::energy_forces", mutates_args=())
 def energy_forces(positions: torch.Tensor, bead_types: torch.Tensor, params: List[torch.Tensor],
                   ints: List[int], floats: List[float], backend: str) -> Tuple[torch.Tensor, torch.Tensor]:
     """Energies ``[R]`` and forces ``[R, N, 3]`` of a CGSchNet (model units) for positions ``[R, N, 3]``."""
     with torch.no_grad():
         eng = _engine(backend, params, ints, floats, positions)
-        weights, _, _ = unpack_params(params, ints, floats, with_filters=False)
         with eng.lock:
-            e, f = energy_forces_fused(weights, positions.contiguous(), bead_types, eng)
+            if eng.graphed is not None:
+                e, f = eng.graphed(positions.contiguous(), bead_types)
+            else:
+                e, f = energy_forces_fused(eng.node_weights, positions.contiguous(), bead_types, eng)
     return e, f
 
 

@@ -1,39 +1,52 @@
-"""Launchers of the fused Triton CFConv kernels (:mod:`flashschnet.kernels.cfconv`), as ``torch.library``
-custom ops (with fake kernels, so they trace). :class:`~flashschnet.fused.triton_engine.TritonTileEngine` calls
-them; the plain-PyTorch references they are tested against live beside the tests.
+"""Launchers of the fused Triton CFConv kernels (:mod:`flashschnet.kernels.cfconv`).
 
-Design. Beads of each replica are cut into tiles of ``B`` consecutive beads (``T = ceil(N / B)`` tiles,
-padding beads masked out), and :func:`flashschnet.neighbors.tile_pairs` lists the tile pairs ``(r, I, J)``,
-``I <= J``, that can hold a bead pair within the graph cutoff, sorted by destination tile (CSR ``row_ptr``)
-with the off-diagonal entries also sorted by source tile (the transposed CSR ``col_perm``/``col_ptr``).
-One program per destination tile walks its CSR row; for each tile pair it computes the distances, the
-radial basis, the filter MLP and the filter ``W`` [B*B, F] entirely in registers (no per-edge tensor is
-ever written to memory) and uses each filter for both directions: the row side (``m_i += W_ij h_j``) is
-accumulated in the program and written to a per-tile partial ``rowbuf[g]``, the column side
-(``m_j += W_ij h_i``, off-diagonal tile pairs only) is written to a per-tile-pair partial ``colbuf[q]``.
-A second kernel sums, per tile, its row partial and its column partials in the transposed-CSR order. All
-sums have a fixed order and nothing uses atomics, so repeated runs agree bitwise. The position gradient
-(``cfconv_bwd_pos``) has the same structure with width-3 partials; the feature gradient of the
-aggregation is ``cfconv_fwd`` applied to ``dE/dm`` since ``W_ij = W_ji``.
+Three layers, as in the kernels' own module docstring:
 
-Basis parameters, one form for both bases: ``e_k = exp(coeffs_k * (z - offsets_k)^2) * Crbf(d)`` with
-``z = d`` for ``basis="gaussian"`` (``offsets`` = the centres, ``coeffs`` = ``coeff`` repeated K times) and
-``z = exp(alpha (basis_lower - d))`` for ``basis="expnormal"`` (``offsets`` = ``means``, ``coeffs`` =
-``-betas``); :func:`basis_coeffs` converts. The envelopes ignore ``basis_lower`` (``0.5 (cos(pi d/rc)+1)``).
-``Crbf`` is the cosine envelope with radius ``rc_rbf`` if ``rbf_env`` else 1; the filter envelope ``Cf``
-likewise with ``rc_f``/``filt_env``. Filter: ``W = tanh(e A1^T + a1) A2^T * Cf``.
+* **plans** -- what a kernel needs that does not change from step to step: :func:`plan_basis` (basis centres
+  and coefficients padded to ``KP``, the float scalars as a device tensor) and :func:`plan_filter` (the filter
+  weights padded, transposed and stored in the operand type of the chosen matrix-product precision, with the
+  per-channel scales). An engine builds them once; nothing is rebuilt per step.
+* a :class:`Workspace` -- persistent buffers sized by the replica count and bead count: tile-pair flags, the
+  reference positions of the Verlet check, the row/column partial buffers and the outputs.
+* **launches** -- :func:`update_tiles`, :func:`launch_fwd`, :func:`launch_bwd`: kernel grids and launch options
+  from :data:`KERNEL_CONFIGS` (the offline fit check ``tools/gpu_fit.py`` compiles exactly these). A launch
+  allocates nothing and reads nothing back to the host, so a whole step can be captured in a CUDA graph.
 
-Outputs and partial buffers come from :func:`_empty` (uninitialised memory); the tests replace it by a
-NaN-filling version to prove that the kernels write every element.
+The custom ops :func:`cfconv_fwd` / :func:`cfconv_bwd` (with fake kernels, so they trace) wrap one call of
+each for tests and standalone use; they build plans and a workspace per call.
+
+Matrix-product precision (``dot``): ``"ieee"`` (exact, the compute dtype: float64, or float32 by FMA),
+``"tf32"``, ``"bf16"``, ``"fp16"`` (tensor cores; float32 accumulation). :func:`resolve_dot` turns ``"auto"``
+into a choice: float64 -> ieee; channel-wise 16-bit weights -> their own 16-bit type; float32 -> tf32. On a
+GPU only the tensor-core precisions are launched (:func:`exact_on_cuda` says when an engine must use the
+``torch`` backend's engine instead: the exact kernels do not fit an H200's registers).
 """
 from __future__ import annotations
 
+import math
 import os
+from dataclasses import dataclass
 from typing import Optional, Tuple
 
 import torch
 
 _BASES = {"gaussian": 0, "expnormal": 1}
+#: matrix-product precision name -> the kernels' ``DOT`` code
+DOTS = {"ieee": 0, "tf32": 1, "bf16": 2, "fp16": 3}
+_DOT_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+#: beads per tile (destination tiles, and the granularity of the tile-pair flags)
+BLOCK = 16
+#: launch options per kernel, chosen with ``tools/gpu_fit.py`` (registers, spills, shared memory, sm_80 and
+#: sm_90, every basis / envelope / matmul variant). Forward: ``maxnreg`` lets ptxas use all 255 registers (left
+#: alone it caps some variants at 168 for occupancy and spills a few dozen bytes). Backward: 8 warps (255
+#: registers x 256 threads just fit the 64K register file), and ``num_stages=2``, with which no variant spills
+#: (with 1, the tf32 variants without envelopes spill 12 bytes)
+KERNEL_CONFIGS = {
+    "_cfconv_fwd_kernel": {"num_warps": 4, "num_stages": 1, "maxnreg": 255},
+    "_cfconv_bwd_kernel": {"num_warps": 8, "num_stages": 2},
+    "_tile_reduce_kernel": {"num_warps": 4, "num_stages": 1},
+    "_tile_flags_kernel": {"num_warps": 4, "num_stages": 1},
+}
 
 
 def _interpret() -> bool:
@@ -55,7 +68,8 @@ def _kernels():
     return cfconv
 
 
-def _pow2(n: int, least: int = 16) -> int:
+def pow2(n: int, least: int = 16) -> int:
+    """The smallest power of two >= max(n, least)."""
     p = least
     while p < n:
         p *= 2
@@ -63,7 +77,7 @@ def _pow2(n: int, least: int = 16) -> int:
 
 
 def _empty(shape, like: torch.Tensor, dtype=None) -> torch.Tensor:
-    """An uninitialised output or partial buffer (every element is written by a kernel)."""
+    """An uninitialised output or partial buffer (every element read is written by a kernel first)."""
     return torch.empty(shape, dtype=dtype or like.dtype, device=like.device)
 
 
@@ -80,31 +94,96 @@ def _dtype(pos: torch.Tensor) -> torch.dtype:
     return pos.dtype
 
 
-def _basis_args(offsets, coeffs, basis: str, dtype, device) -> Tuple[torch.Tensor, torch.Tensor, int, int, int]:
+def tile_counts(N: int, block: int = BLOCK) -> Tuple[int, int, int]:
+    """``(T, S, SO)``: tiles per replica, tile-pair slots (``I <= J``) and off-diagonal slots (``I < J``)."""
+    T = (int(N) + block - 1) // block
+    return T, T * (T + 1) // 2, T * (T - 1) // 2
+
+
+# ------------------------------------------------------------------------------------------ plans
+
+
+def resolve_dot(dot: Optional[str], dtype: torch.dtype, weight_dtype: Optional[torch.dtype] = None) -> str:
+    """The matrix-product precision for ``dot`` ("auto"/None or a name of :data:`DOTS`), the compute dtype and
+    the storage dtype of quantized weights (None when unquantized)."""
+    if dot in (None, "auto"):
+        if dtype == torch.float64:
+            return "ieee"
+        if weight_dtype in (torch.float16, torch.bfloat16):
+            return "fp16" if weight_dtype == torch.float16 else "bf16"
+        return "tf32"
+    if dot not in DOTS:
+        raise ValueError(f"flashschnet: unknown matmul precision {dot!r} (known: auto, {', '.join(DOTS)})")
+    if dtype == torch.float64 and dot != "ieee":
+        raise ValueError(f"flashschnet: float64 computes its matrix products exactly; matmul={dot!r} is for float32")
+    if weight_dtype is not None and dot in _DOT_DTYPES and _DOT_DTYPES[dot] != weight_dtype:
+        raise ValueError(f"flashschnet: weights stored as {weight_dtype} cannot feed {dot} products; "
+                         f"use matmul='auto', 'tf32' or 'ieee'")
+    return dot
+
+
+def exact_on_cuda(dot: str) -> bool:
+    """True when ``dot`` asks for exact products, which the Triton kernels do not run on a GPU (their FMA
+    variant spills registers on an H200: ``tools/gpu_fit.py``)."""
+    return dot == "ieee"
+
+
+@dataclass
+class BasisPlan:
+    """Basis centres/coefficients [KP] and the scalars ``[rc_graph, rc_rbf, rc_f, alpha, lower]`` (compute
+    dtype, on the device), and the basis/envelope switches."""
+
+    mu: torch.Tensor
+    cf: torch.Tensor
+    scal: torch.Tensor
+    K: int
+    KP: int
+    basis: int
+    rbf_env: bool
+    filt_env: bool
+
+
+@dataclass
+class FilterPlan:
+    """One block's filter weights as the kernels read them: ``A1T`` [KP, FP] and ``A2T`` [FP, FP] (transposed,
+    zero-padded, in the operand type), ``a1`` [FP] and the scales ``s1``/``s2`` [FP] (compute dtype; ones
+    when unquantized -- the kernels skip them then)."""
+
+    A1T: torch.Tensor
+    a1: torch.Tensor
+    A2T: torch.Tensor
+    s1: torch.Tensor
+    s2: torch.Tensor
+    F: int
+    FP: int
+    quant: bool
+    dot: int
+
+
+def plan_basis(offsets, coeffs, basis: str, alpha: float, lower: float, rc_graph: float, rc_rbf: float,
+               rc_f: float, rbf_env: bool, filt_env: bool, dtype, device) -> BasisPlan:
     if basis not in _BASES:
         raise ValueError(f"flashschnet: unknown basis {basis!r} (known: {', '.join(_BASES)})")
     K = int(offsets.shape[0])
     if tuple(coeffs.shape) != (K,):
         raise ValueError(f"flashschnet: coeffs must have shape [{K}], got {tuple(coeffs.shape)}")
-    KP = _pow2(K)
+    KP = pow2(K)
     mu = torch.zeros(KP, dtype=dtype, device=device)
     cf = torch.zeros(KP, dtype=dtype, device=device)
-    mu[:K] = offsets.to(dtype)
-    cf[:K] = coeffs.to(dtype)
-    return mu, cf, K, KP, _BASES[basis]
+    mu[:K] = offsets.to(device, dtype)
+    cf[:K] = coeffs.to(device, dtype)
+    scal = torch.tensor([rc_graph, rc_rbf, rc_f, alpha, lower], dtype=dtype).to(device)
+    return BasisPlan(mu, cf, scal, K, KP, _BASES[basis], bool(rbf_env), bool(filt_env))
 
 
-def _scalars(rc_graph, rc_rbf, rc_f, alpha, lower, dtype, device) -> torch.Tensor:
-    return torch.tensor([rc_graph, rc_rbf, rc_f, alpha, lower], dtype=dtype, device=device)
-
-
-def _filter_args(A1, a1, A2, K, KP, dtype, A1_scale=None, A2_scale=None):
-    """Zero-padded filter weights ``A1 [FP, KP]``, ``a1 [FP]``, ``A2 [FP, FP]`` and scales ``[FP]``.
-    Unquantized: weights in the compute dtype, the scales a dummy. Quantized (scales given): ``A1``/``A2``
-    stay 16-bit, the scales come in the compute dtype."""
+def plan_filter(A1, a1, A2, KP: int, dtype, dot: str, A1_scale=None, A2_scale=None) -> FilterPlan:
+    """Padded, transposed weights in the operand type of ``dot`` (a name of :data:`DOTS`, already resolved).
+    Quantized (scales given): ``A1``/``A2`` are 16-bit values kept as they are; unquantized weights are cast
+    to the operand type (16-bit for bf16/fp16 products, else the compute dtype)."""
     F = int(A1.shape[0])
-    if tuple(A1.shape) != (F, K) or tuple(a1.shape) != (F,) or tuple(A2.shape) != (F, F):
-        raise ValueError(f"flashschnet: filter weights must be A1 [F, K={K}], a1 [F], A2 [F, F]; got "
+    K = int(A1.shape[1]) if A1.dim() == 2 else -1
+    if A1.dim() != 2 or K > KP or tuple(a1.shape) != (F,) or tuple(A2.shape) != (F, F):
+        raise ValueError(f"flashschnet: filter weights must be A1 [F, K<={KP}], a1 [F], A2 [F, F]; got "
                          f"{tuple(A1.shape)}, {tuple(a1.shape)}, {tuple(A2.shape)}")
     quant = A1_scale is not None or A2_scale is not None
     if quant:
@@ -114,37 +193,23 @@ def _filter_args(A1, a1, A2, K, KP, dtype, A1_scale=None, A2_scale=None):
             raise ValueError(f"flashschnet: quantized A1/A2 must both be float16 or bfloat16, got {A1.dtype}, {A2.dtype}")
         if tuple(A1_scale.shape) != (F,) or tuple(A2_scale.shape) != (F,):
             raise ValueError(f"flashschnet: A1_scale and A2_scale must have shape [F={F}]")
-    wdtype = A1.dtype if quant else dtype
-    FP = _pow2(F)
-    A1p = torch.zeros(FP, KP, dtype=wdtype, device=A1.device)
-    a1p = torch.zeros(FP, dtype=dtype, device=A1.device)
-    A2p = torch.zeros(FP, FP, dtype=wdtype, device=A1.device)
-    A1p[:F, :K] = A1.to(wdtype)
+        wdtype = A1.dtype
+    else:
+        wdtype = _DOT_DTYPES.get(dot, dtype)
+    FP = pow2(F, 32)           # >= 32: the backward kernel works in two halves of >= 16 channels
+    dev = A1.device
+    A1T = torch.zeros(KP, FP, dtype=wdtype, device=dev)
+    A2T = torch.zeros(FP, FP, dtype=wdtype, device=dev)
+    A1T[:K, :F] = A1.t().to(wdtype)
+    A2T[:F, :F] = A2.t().to(wdtype)
+    a1p = torch.zeros(FP, dtype=dtype, device=dev)
     a1p[:F] = a1.to(dtype)
-    A2p[:F, :F] = A2.to(wdtype)
+    s1 = torch.ones(FP, dtype=dtype, device=dev)
+    s2 = torch.ones(FP, dtype=dtype, device=dev)
     if quant:
-        s1 = torch.zeros(FP, dtype=dtype, device=A1.device)
-        s2 = torch.zeros(FP, dtype=dtype, device=A1.device)
         s1[:F] = A1_scale.to(dtype)
         s2[:F] = A2_scale.to(dtype)
-    else:
-        s1 = s2 = a1p
-    return A1p, a1p, A2p, s1, s2, F, FP, quant
-
-
-def _check_tiles(pos, pairs, row_ptr, col_perm, col_ptr, n_tiles, block):
-    R, N = int(pos.shape[0]), int(pos.shape[1])
-    if pos.dim() != 3 or pos.shape[2] != 3:
-        raise ValueError(f"flashschnet: positions must be [R, N, 3], got {tuple(pos.shape)}")
-    if n_tiles != (N + block - 1) // block:
-        raise ValueError(f"flashschnet: n_tiles={n_tiles} does not match N={N}, block={block}")
-    if block < 1 or block & (block - 1):
-        raise ValueError(f"flashschnet: block must be a power of two, got {block}")
-    if tuple(row_ptr.shape) != (R * n_tiles + 1,) or tuple(col_ptr.shape) != (R * n_tiles + 1,):
-        raise ValueError("flashschnet: row_ptr/col_ptr must have R*T+1 entries (tile list of other positions?)")
-    if pairs.dim() != 2 or pairs.shape[1] != 3:
-        raise ValueError(f"flashschnet: pairs must be [Q, 3], got {tuple(pairs.shape)}")
-    return R, N
+    return FilterPlan(A1T, a1p, A2T, s1, s2, F, FP, quant, DOTS[dot])
 
 
 def basis_coeffs(kind: str, centers: torch.Tensor, widths: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -158,100 +223,209 @@ def basis_coeffs(kind: str, centers: torch.Tensor, widths: torch.Tensor) -> Tupl
     raise ValueError(f"flashschnet: unknown basis {kind!r} (known: {', '.join(_BASES)})")
 
 
-def tile_args(tiles) -> tuple:
-    """``(pairs, row_ptr, col_perm, col_ptr, n_tiles, block)`` of a :class:`~flashschnet.neighbors.TileList`,
-    in the order the launchers take them."""
-    return (tiles.pairs, tiles.row_ptr, tiles.col_perm, tiles.col_ptr, int(tiles.n_tiles), int(tiles.block))
+# ------------------------------------------------------------------------------------------ workspace
 
 
-def _i32(t: torch.Tensor) -> torch.Tensor:
-    return t.to(torch.int32).contiguous()
+class Workspace:
+    """Persistent buffers of one engine for positions ``[R, N, 3]`` and filter width ``F``.
+
+    ``flags`` int8 [R*S] (tile-pair slots, all active until the first :func:`update_tiles`), ``ref`` [R, N, 3]
+    (positions at each replica's last flag build; NaN: never built), ``builds`` int32 [R] (flag builds per
+    replica, counted on the device), row/column partial buffers of width F and 3, and the outputs ``m``,
+    ``gh`` [R, N, F] and ``gpos`` [R, N, 3].
+    """
+
+    def __init__(self, R: int, N: int, F: int, dtype, device, block: int = BLOCK):
+        self.R, self.N, self.F, self.block = int(R), int(N), int(F), int(block)
+        T, S, SO = tile_counts(N, block)
+        self.T, self.S, self.SO = T, S, SO
+        like = torch.empty(0, dtype=dtype, device=device)
+        self.flags = torch.ones(max(R * S, 1), dtype=torch.int8, device=device)
+        self.ref = torch.full((R, N, 3), float("nan"), dtype=dtype, device=device)
+        self.builds = torch.zeros(max(R, 1), dtype=torch.int32, device=device)
+        self.rowbuf = _empty((max(R * T, 1), block, F), like)
+        self.colbuf = _empty((max(R * SO, 1), block, F), like)
+        self.prow = _empty((max(R * T, 1), block, 3), like)
+        self.pcol = _empty((max(R * SO, 1), block, 3), like)
+        self.m = _empty((R, N, F), like)
+        self.gh = _empty((R, N, F), like)
+        self.gpos = _empty((R, N, 3), like)
+
+    def matches(self, pos: torch.Tensor, F: int) -> bool:
+        return (tuple(pos.shape[:2]) == (self.R, self.N) and self.F == F and pos.dtype == self.ref.dtype
+                and pos.device == self.ref.device)
 
 
-# ------------------------------------------------------------------------------------------ cfconv
+# ------------------------------------------------------------------------------------------ launches
 
 
-def _reduce(k, rowbuf, colbuf, col_perm, col_ptr, out, N, T, B, W, n_prog):
-    k._tile_reduce_kernel[(n_prog,)](rowbuf, colbuf, col_perm, col_ptr, out, N, T, B=B, W=W, WP=_pow2(W, 1))
+# A launch is ``(kernel name, grid, args, meta)``: the arguments in the kernel's order and its constexprs.
+# :func:`_run` adds the kernel's launch options (:data:`KERNEL_CONFIGS`); ``tools/gpu_fit.py`` compiles the
+# same tuples ahead of time, so what is checked offline is what runs.
 
 
-def _tiled(kernel: str, width, pos, feats, pairs, row_ptr, col_perm, col_ptr, n_tiles, block, A1, a1, A2,
-           offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha, rbf_env, filt_env, basis_lower,
-           A1_scale=None, A2_scale=None) -> torch.Tensor:
-    """The common launcher of the tiled kernels: checks, padded weights, partial buffers, the kernel over
-    destination tiles, then the fixed-order reduction. ``feats`` = [(name, tensor [R, N, F])]; the output
-    has width ``width`` (None: F)."""
-    dtype = _dtype(pos)
-    _check_device(pos)
-    k = _kernels()
-    R, N = _check_tiles(pos, pairs, row_ptr, col_perm, col_ptr, n_tiles, block)
-    T, B = int(n_tiles), int(block)
-    mu, cf, K, KP, BASIS = _basis_args(offsets, coeffs, basis, dtype, pos.device)
-    A1p, a1p, A2p, s1, s2, F, FP, quant = _filter_args(A1, a1, A2, K, KP, dtype, A1_scale, A2_scale)
-    for name, t in feats:
-        if tuple(t.shape) != (R, N, F):
-            raise ValueError(f"flashschnet: {name} must be [R={R}, N={N}, F={F}], got {tuple(t.shape)}")
-    scal = _scalars(rc_graph, rc_rbf, rc_f, alpha, basis_lower, dtype, pos.device)
-    p = pos.contiguous()
-    fs = [t.to(dtype).contiguous() for _, t in feats]
-    W = F if width is None else int(width)
-    Q = int(pairs.shape[0])
-    out = _empty((R, N, W), p)
-    rowbuf = _empty((R * T, B, W), p)
-    colbuf = _empty((max(Q, 1), B, W), p)
-    if R * T == 0:
-        return out
-    pr, rp, cp, cptr = _i32(pairs), _i32(row_ptr), _i32(col_perm), _i32(col_ptr)
-    getattr(k, kernel)[(R * T,)](
-        p, *fs, pr, rp, rowbuf, colbuf, A1p, a1p, A2p, s1, s2, mu, cf, scal, N, T,
-        B=B, K=K, KP=KP, F=F, FP=FP, BASIS=BASIS, RBF_ENV=bool(rbf_env), FILT_ENV=bool(filt_env), QUANT=quant)
-    _reduce(k, rowbuf, colbuf, cp, cptr, out, N, T, B, W, R * T)
+def _run(launch) -> None:
+    name, grid, args, meta = launch
+    getattr(_kernels(), name)[grid](*args, **meta, **KERNEL_CONFIGS[name])
+
+
+def flags_launch(ws: Workspace, pos: torch.Tensor, cutoff: float, skin: float):
+    return ("_tile_flags_kernel", (ws.R,),
+            (pos, ws.ref, ws.flags, ws.builds, float(cutoff + skin), float((0.5 * skin) ** 2), ws.N, ws.T, ws.S),
+            dict(B=ws.block, TP=pow2(ws.T, 1)))
+
+
+def _meta(ws: Workspace, fp: FilterPlan, bp: BasisPlan) -> dict:
+    return dict(B=ws.block, KP=bp.KP, F=fp.F, FP=fp.FP, BASIS=bp.basis, RBF_ENV=bp.rbf_env, FILT_ENV=bp.filt_env,
+                QUANT=fp.quant, DOT=fp.dot, EMU=_interpret())
+
+
+def reduce_launch(ws: Workspace, rowbuf, colbuf, out, W: int):
+    return ("_tile_reduce_kernel", (ws.R * ws.T,), (rowbuf, colbuf, ws.flags, out, ws.N, ws.T, ws.S, ws.SO),
+            dict(B=ws.block, W=W, WP=pow2(W, 1)))
+
+
+def fwd_launch(ws: Workspace, pos, h, fp: FilterPlan, bp: BasisPlan):
+    return ("_cfconv_fwd_kernel", (ws.R * ws.T,),
+            (pos, h, ws.flags, ws.rowbuf, ws.colbuf, fp.A1T, fp.a1, fp.A2T, fp.s1, fp.s2, bp.mu, bp.cf, bp.scal,
+             ws.N, ws.T, ws.S, ws.SO), _meta(ws, fp, bp))
+
+
+def bwd_launch(ws: Workspace, pos, h, gm, fp: FilterPlan, bp: BasisPlan):
+    return ("_cfconv_bwd_kernel", (ws.R * ws.T,),
+            (pos, h, gm, ws.flags, ws.rowbuf, ws.colbuf, ws.prow, ws.pcol, fp.A1T, fp.a1, fp.A2T, fp.s1, fp.s2,
+             bp.mu, bp.cf, bp.scal, ws.N, ws.T, ws.S, ws.SO), _meta(ws, fp, bp))
+
+
+def update_tiles(ws: Workspace, pos: torch.Tensor, cutoff: float, skin: float) -> None:
+    """Rebuild, on the device, the flags of every replica some bead of which moved more than ``skin / 2``
+    since its last build (``ws.ref``); other replicas keep theirs. No host synchronisation."""
+    if ws.R * ws.N:
+        _run(flags_launch(ws, pos, cutoff, skin))
+
+
+def launch_fwd(ws: Workspace, pos: torch.Tensor, h: torch.Tensor, fp: FilterPlan, bp: BasisPlan) -> torch.Tensor:
+    """``m = cfconv(pos, h)`` into ``ws.m`` [R, N, F] (returned). ``pos``/``h`` contiguous, compute dtype."""
+    if ws.R * ws.N:
+        _run(fwd_launch(ws, pos, h, fp, bp))
+        _run(reduce_launch(ws, ws.rowbuf, ws.colbuf, ws.m, fp.F))
+    return ws.m
+
+
+def launch_bwd(ws: Workspace, pos: torch.Tensor, h: torch.Tensor, gm: torch.Tensor, fp: FilterPlan,
+               bp: BasisPlan) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(gh, dE/dpos)`` into ``ws.gh`` [R, N, F] and ``ws.gpos`` [R, N, 3] (returned), given ``gm = dE/dm``."""
+    if ws.R * ws.N:
+        _run(bwd_launch(ws, pos, h, gm, fp, bp))
+        _run(reduce_launch(ws, ws.rowbuf, ws.colbuf, ws.gh, fp.F))
+        _run(reduce_launch(ws, ws.prow, ws.pcol, ws.gpos, 3))
+    return ws.gh, ws.gpos
+
+
+def step_launches(F: int = 128, K: int = 50, basis: str = "gaussian", rbf_env: bool = True, filt_env: bool = True,
+                  N: int = 284, device="cpu"):
+    """Every launch a float32 step of the triton engine can make on a GPU, for a model of filter width ``F``,
+    ``K`` basis functions, that basis and those envelopes: ``[(variant, launch)]`` (``tools/gpu_fit.py``
+    compiles them). Variants: matmul tf32 / bf16 / fp16 with float32 weights, and bf16 / fp16 with
+    channel-wise 16-bit weights (exact products are not launched on a GPU: :func:`exact_on_cuda`)."""
+    dtype = torch.float32
+    bp = plan_basis(torch.linspace(0.0, 10.0, K), -torch.ones(K), basis, 1.0, 0.0, 10.0, 10.0, 10.0, rbf_env,
+                    filt_env, dtype, device)
+    ws = Workspace(1, N, F, dtype, device)
+    pos = torch.zeros(1, N, 3, dtype=dtype, device=device)
+    h = torch.zeros(1, N, F, dtype=dtype, device=device)
+    A1, a1, A2 = torch.zeros(F, K), torch.zeros(F), torch.zeros(F, F)
+    out = [("", flags_launch(ws, pos, 10.0, 1.0)), (f"W={F}", reduce_launch(ws, ws.rowbuf, ws.colbuf, ws.m, F)),
+           ("W=3", reduce_launch(ws, ws.prow, ws.pcol, ws.gpos, 3))]
+    cases = [("tf32", None), ("bf16", None), ("fp16", None), ("bf16", torch.bfloat16), ("fp16", torch.float16)]
+    for dot, qdt in cases:
+        if qdt is None:
+            fp, name = plan_filter(A1, a1, A2, bp.KP, dtype, dot), dot
+        else:
+            fp = plan_filter(A1.to(qdt), a1, A2.to(qdt), bp.KP, dtype, dot, torch.ones(F), torch.ones(F))
+            name = f"{dot}-weights"
+        out.append((name, fwd_launch(ws, pos, h, fp, bp)))
+        out.append((name, bwd_launch(ws, pos, h, h, fp, bp)))
     return out
 
 
+# ------------------------------------------------------------------------------------------ custom ops
+
+
+def _standalone(pos, feats, A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha, rbf_env, filt_env,
+                basis_lower, dot, A1_scale, A2_scale, skin):
+    dtype = _dtype(pos)
+    _check_device(pos)
+    if pos.dim() != 3 or pos.shape[2] != 3:
+        raise ValueError(f"flashschnet: positions must be [R, N, 3], got {tuple(pos.shape)}")
+    R, N = int(pos.shape[0]), int(pos.shape[1])
+    bp = plan_basis(offsets, coeffs, basis, alpha, basis_lower, rc_graph, rc_rbf, rc_f, rbf_env, filt_env, dtype,
+                    pos.device)
+    quant_dtype = A1.dtype if A1_scale is not None else None
+    fp = plan_filter(A1, a1, A2, bp.KP, dtype, resolve_dot(dot, dtype, quant_dtype), A1_scale, A2_scale)
+    for name, t in feats:
+        if tuple(t.shape) != (R, N, fp.F):
+            raise ValueError(f"flashschnet: {name} must be [R={R}, N={N}, F={fp.F}], got {tuple(t.shape)}")
+    if not (math.isfinite(skin) and skin >= 0.0):
+        raise ValueError(f"flashschnet: skin must be a finite length >= 0, got {skin}")
+    ws = Workspace(R, N, fp.F, dtype, pos.device)
+    p = pos.contiguous()
+    update_tiles(ws, p, rc_graph, skin)
+    return ws, p, [t.to(dtype).contiguous() for _, t in feats], fp, bp
+
+
 @torch.library.custom_op("flashschnet::cfconv_fwd", mutates_args=())
-def cfconv_fwd(pos: torch.Tensor, h: torch.Tensor, pairs: torch.Tensor, row_ptr: torch.Tensor,
-               col_perm: torch.Tensor, col_ptr: torch.Tensor, n_tiles: int, block: int,
-               A1: torch.Tensor, a1: torch.Tensor, A2: torch.Tensor, offsets: torch.Tensor, coeffs: torch.Tensor,
-               rc_graph: float, rc_rbf: float, rc_f: float, basis: str = "gaussian", alpha: float = 0.0,
-               rbf_env: bool = True, filt_env: bool = True, basis_lower: float = 0.0,
-               A1_scale: Optional[torch.Tensor] = None, A2_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
+def cfconv_fwd(pos: torch.Tensor, h: torch.Tensor, A1: torch.Tensor, a1: torch.Tensor, A2: torch.Tensor,
+               offsets: torch.Tensor, coeffs: torch.Tensor, rc_graph: float, rc_rbf: float, rc_f: float,
+               basis: str = "gaussian", alpha: float = 0.0, rbf_env: bool = True, filt_env: bool = True,
+               basis_lower: float = 0.0, dot: str = "auto", A1_scale: Optional[torch.Tensor] = None,
+               A2_scale: Optional[torch.Tensor] = None, skin: float = 0.0) -> torch.Tensor:
     """``m_i = sum_{j != i, d_ij < rc_graph, same replica} W(d_ij) * h_j`` -> m [R, N, F].
 
-    pos [R, N, 3], h [R, N, F]; the tile list (built for these positions, or within its skin) as
-    ``tile_args(tiles)``; A1 [F, K], a1 [F], A2 [F, F]; basis ``offsets``/``coeffs`` [K] (module docstring).
-    Channel-wise 16-bit weights: A1, A2 float16/bfloat16 with ``A1_scale``, ``A2_scale`` [F] (float32); the
-    weights used are ``A.to(dtype) * scale[:, None]`` (:mod:`flashschnet.nn.quant`).
+    pos [R, N, 3], h [R, N, F]; A1 [F, K], a1 [F], A2 [F, F]; basis ``offsets``/``coeffs`` [K] (see
+    :func:`basis_coeffs`); ``dot`` the matrix-product precision (module docstring). Channel-wise 16-bit weights:
+    A1, A2 float16/bfloat16 with ``A1_scale``, ``A2_scale`` [F]; the weights used are
+    ``A.to(dtype) * scale[:, None]`` (:mod:`flashschnet.nn.quant`). ``skin`` widens the tile culling radius
+    (results do not depend on it).
     """
-    return _tiled("_cfconv_fwd_kernel", None, pos, [("h", h)], pairs, row_ptr, col_perm, col_ptr, n_tiles, block,
-                  A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha, rbf_env, filt_env, basis_lower,
-                  A1_scale, A2_scale)
+    ws, p, (hh,), fp, bp = _standalone(pos, [("h", h)], A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis,
+                                       alpha, rbf_env, filt_env, basis_lower, dot, A1_scale, A2_scale, skin)
+    return launch_fwd(ws, p, hh, fp, bp)
 
 
 @cfconv_fwd.register_fake
-def _(pos, h, pairs, row_ptr, col_perm, col_ptr, n_tiles, block, A1, a1, A2, offsets, coeffs,
-      rc_graph, rc_rbf, rc_f, basis="gaussian", alpha=0.0, rbf_env=True, filt_env=True, basis_lower=0.0,
-      A1_scale=None, A2_scale=None):
+def _(pos, h, A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis="gaussian", alpha=0.0, rbf_env=True,
+      filt_env=True, basis_lower=0.0, dot="auto", A1_scale=None, A2_scale=None, skin=0.0):
     return pos.new_empty((pos.shape[0], pos.shape[1], A1.shape[0]))
 
 
-@torch.library.custom_op("flashschnet::cfconv_bwd_pos", mutates_args=())
-def cfconv_bwd_pos(pos: torch.Tensor, h: torch.Tensor, gm: torch.Tensor, pairs: torch.Tensor,
-                   row_ptr: torch.Tensor, col_perm: torch.Tensor, col_ptr: torch.Tensor, n_tiles: int,
-                   block: int, A1: torch.Tensor, a1: torch.Tensor, A2: torch.Tensor, offsets: torch.Tensor,
-                   coeffs: torch.Tensor, rc_graph: float, rc_rbf: float, rc_f: float, basis: str = "gaussian",
-                   alpha: float = 0.0, rbf_env: bool = True, filt_env: bool = True,
-                   basis_lower: float = 0.0, A1_scale: Optional[torch.Tensor] = None,
-                   A2_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """``dE/dpos`` [R, N, 3] through the distance dependence of the filters, given ``gm = dE/dm``
-    [R, N, F] (h and gm held fixed). Other arguments as :func:`cfconv_fwd`."""
-    return _tiled("_cfconv_bwd_pos_kernel", 3, pos, [("h", h), ("gm", gm)], pairs, row_ptr, col_perm, col_ptr,
-                  n_tiles, block, A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha, rbf_env,
-                  filt_env, basis_lower, A1_scale, A2_scale)
+@torch.library.custom_op("flashschnet::cfconv_bwd", mutates_args=())
+def cfconv_bwd(pos: torch.Tensor, h: torch.Tensor, gm: torch.Tensor, A1: torch.Tensor, a1: torch.Tensor,
+               A2: torch.Tensor, offsets: torch.Tensor, coeffs: torch.Tensor, rc_graph: float, rc_rbf: float,
+               rc_f: float, basis: str = "gaussian", alpha: float = 0.0, rbf_env: bool = True,
+               filt_env: bool = True, basis_lower: float = 0.0, dot: str = "auto",
+               A1_scale: Optional[torch.Tensor] = None, A2_scale: Optional[torch.Tensor] = None,
+               skin: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(gh [R, N, F], dE/dpos [R, N, 3])`` of ``E = sum(gm * cfconv_fwd(pos, h))`` with ``gm`` held fixed:
+    ``gh = dE/dh`` and the position gradient through the distance dependence of the filters. Other arguments as
+    :func:`cfconv_fwd`."""
+    ws, p, (hh, gg), fp, bp = _standalone(pos, [("h", h), ("gm", gm)], A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf,
+                                          rc_f, basis, alpha, rbf_env, filt_env, basis_lower, dot, A1_scale,
+                                          A2_scale, skin)
+    gh, gp = launch_bwd(ws, p, hh, gg, fp, bp)
+    return gh, gp
 
 
-@cfconv_bwd_pos.register_fake
-def _(pos, h, gm, pairs, row_ptr, col_perm, col_ptr, n_tiles, block, A1, a1, A2, offsets, coeffs,
-      rc_graph, rc_rbf, rc_f, basis="gaussian", alpha=0.0, rbf_env=True, filt_env=True, basis_lower=0.0,
-      A1_scale=None, A2_scale=None):
-    return pos.new_empty(pos.shape)
+@cfconv_bwd.register_fake
+def _(pos, h, gm, A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis="gaussian", alpha=0.0, rbf_env=True,
+      filt_env=True, basis_lower=0.0, dot="auto", A1_scale=None, A2_scale=None, skin=0.0):
+    return pos.new_empty((pos.shape[0], pos.shape[1], A1.shape[0])), pos.new_empty(pos.shape)
+
+
+def tile_flags(pos: torch.Tensor, cutoff: float, block: int = BLOCK) -> torch.Tensor:
+    """The tile-pair flags ``int8 [R, S]`` of positions ``[R, N, 3]`` for radius ``cutoff`` (a fresh build)."""
+    _check_device(pos)
+    R, N = int(pos.shape[0]), int(pos.shape[1])
+    ws = Workspace(R, N, 1, _dtype(pos), pos.device, block)
+    update_tiles(ws, pos.contiguous(), cutoff, 0.0)
+    return ws.flags[:R * ws.S].reshape(R, ws.S)

@@ -32,6 +32,7 @@ from ..backends import resolve_backend
 from ..config import DEFAULT_SKIN_FRACTION, DEFAULT_UNITS, normalize_config
 from ..errors import InputError
 from ..fused.layout import PackedWeights, config_scalars, fused_unsupported_reason
+from ..names import MATMULS
 from .basis import make_basis, make_envelope
 from .quant import QuantLinear
 
@@ -135,6 +136,13 @@ class CGSchNet(PackedWeights, nn.Module):
         within ``graph_cutoff + skin`` and is rebuilt when a bead moved more than ``skin / 2``. It changes the
         speed, never the result (every pair is tested against the exact cutoff). Default
         ``DEFAULT_SKIN_FRACTION * graph_cutoff`` (:mod:`flashschnet.config`; 2.25 A for a 15 A cutoff).
+    matmul : str
+        Matrix-product precision of the triton backend's filter network (:data:`flashschnet.names.MATMULS`):
+        "auto" (default: float64 exact, 16-bit weights their own type, float32 tf32), "ieee", "tf32", "bf16",
+        "fp16". The other backends compute exactly in the model's dtype.
+    cuda_graph : bool
+        Fused backends on CUDA: capture a step (after two eager warm-up calls) as a CUDA graph and replay it
+        for later calls with positions of the same shape (:mod:`flashschnet.fused.graph`). Default False.
 
     Notes
     -----
@@ -145,7 +153,8 @@ class CGSchNet(PackedWeights, nn.Module):
     __jit_unused_properties__ = ["config", "units"]
 
     def __init__(self, config: Dict[str, Any], backend: Optional[str] = None, units: Optional[Dict[str, str]] = None,
-                 device: Optional[str] = None, skin: Optional[float] = None):
+                 device: Optional[str] = None, skin: Optional[float] = None, matmul: str = "auto",
+                 cuda_graph: bool = False):
         super().__init__()
         cfg = normalize_config(config)
         self.backend = resolve_backend(backend, device)
@@ -175,8 +184,13 @@ class CGSchNet(PackedWeights, nn.Module):
         elif not (float(skin) >= 0.0 and float(skin) < float("inf")):
             raise InputError(f"skin must be a non-negative length (model unit), got {skin!r}")
         self.skin = float(skin)
+        if matmul not in MATMULS:
+            raise InputError(f"matmul must be one of {', '.join(MATMULS)}, got {matmul!r}")
+        self.matmul = str(matmul)
+        self.cuda_graph = bool(cuda_graph)
         # the fused backends' configuration scalars (the packed layout: flashschnet.fused.layout)
-        ints, floats = config_scalars(cfg, float(getattr(self.rbf_layer, "alpha", 0.0)), self.skin)
+        ints, floats = config_scalars(cfg, float(getattr(self.rbf_layer, "alpha", 0.0)), self.skin, self.matmul,
+                                      self.cuda_graph)
         self.fused_ints: List[int] = ints
         self.fused_floats: List[float] = floats
 

@@ -53,9 +53,11 @@ def default_pdb() -> Iterator[Path]:
         yield Path(path)
 
 
-def default_model(backend: Optional[str] = None, dtype=None, device="cpu"):
+def default_model(backend: Optional[str] = None, dtype=None, device="cpu", matmul: str = "auto",
+                  cuda_graph: bool = False):
     """The built-in model (see the module docstring) as a :class:`flashschnet.LoadedModel`, in ``dtype``
-    (default float32) on ``device``, with ``backend`` (None: the default for ``device``)."""
+    (default float32) on ``device``, with ``backend`` (None: the default for ``device``), ``matmul`` and
+    ``cuda_graph`` (see :class:`flashschnet.CGSchNet`)."""
     import torch
 
     from flashschnet import CGSchNet, LoadedModel
@@ -63,7 +65,8 @@ def default_model(backend: Optional[str] = None, dtype=None, device="cpu"):
 
     with torch.random.fork_rng(devices=[]):        # the caller's random state is left alone
         torch.manual_seed(WEIGHT_SEED)
-        network = CGSchNet(DEFAULT_CONFIG, backend=backend, units=dict(DEFAULT_UNITS), device=str(device))
+        network = CGSchNet(DEFAULT_CONFIG, backend=backend, units=dict(DEFAULT_UNITS), device=str(device),
+                           matmul=matmul, cuda_graph=cuda_graph)
     network = network.to(device=device, dtype=dtype or torch.float32).eval()
     return LoadedModel(network=network, metadata={"description": DEFAULT_MODEL_LABEL, "placeholder": True,
                                                   "source": "flashschnet.openmm.benchmark.defaults"})

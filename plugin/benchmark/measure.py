@@ -13,7 +13,7 @@ model of :mod:`.defaults`), ``backend``, ``quantize`` (a variant of :data:`flash
   CUDA: ``max_memory_allocated`` minus the memory allocated before the first call.
 * :func:`openmm_loop` -- R packed replicas in one System (network only, no priors), LangevinMiddle 4 fs,
   300 K; ``max(1, warmup)`` steps, then ``steps`` timed ``Simulation.step`` steps on the CPU platform (CUDA
-  for a CUDA device).
+  for a CUDA device; ``platform`` in the configuration names another, e.g. OpenCL).
 
 ns/day at a 4 fs time step: per replica ``4e-6 ns * 86400 s / (s per call)``, aggregate ``R *`` that.
 """
@@ -81,16 +81,18 @@ def positions(mol, replicas: int, dtype, device):
 
 
 def load(cfg: Dict[str, Any], dtype, device):
-    """The configuration's model (its file, or the built-in one) with its backend and 16-bit variant."""
+    """The configuration's model (its file, or the built-in one) with its backend and 16-bit variant (and the
+    optional ``matmul`` precision and ``cuda_graph`` switch of the fused backends)."""
     import flashschnet
     from flashschnet.transforms import apply_variant
 
     from .defaults import default_model
 
+    opts = dict(matmul=cfg.get("matmul") or "auto", cuda_graph=bool(cfg.get("cuda_graph", False)))
     if cfg.get("model"):
-        model = flashschnet.load_model(cfg["model"], backend=cfg["backend"], dtype=dtype, device=device)
+        model = flashschnet.load_model(cfg["model"], backend=cfg["backend"], dtype=dtype, device=device, **opts)
     else:
-        model = default_model(backend=cfg["backend"], dtype=dtype, device=device)
+        model = default_model(backend=cfg["backend"], dtype=dtype, device=device, **opts)
     return apply_variant(model, cfg.get("quantize", "none"))
 
 
@@ -181,7 +183,7 @@ def openmm_loop(cfg: Dict[str, Any]) -> Dict[str, Any]:
     system = build_system(mol, model, replicas=R, priors=None, network_force=cfg.get("network_force", "torch"))
     integrator = openmm.LangevinMiddleIntegrator(300 * unit.kelvin, 1 / unit.picosecond, 4 * unit.femtosecond)
     integrator.setRandomNumberSeed(SEED)
-    name = "CUDA" if device.startswith("cuda") else "CPU"
+    name = cfg.get("platform") or ("CUDA" if device.startswith("cuda") else "CPU")
     plat = openmm.Platform.getPlatformByName(name)
     props = {"Threads": str(cfg["threads"])} if name == "CPU" else {}
     sim = openmm.app.Simulation(cg_topology(mol, R), system, integrator, plat, props)

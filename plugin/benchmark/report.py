@@ -17,19 +17,24 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 
-def label(backend: str, quantize: str = "none") -> str:
-    """A configuration's name in tables and ratios: the backend, with ``+VARIANT`` for 16-bit weights."""
-    return backend if quantize in (None, "none") else f"{backend}+{quantize}"
+def label(backend: str, quantize: str = "none", matmul: str = "auto", cuda_graph: bool = False) -> str:
+    """A configuration's name in tables and ratios: the backend, with ``+VARIANT`` for 16-bit weights,
+    ``/mm=NAME`` for a matmul precision other than auto and ``/graph`` for CUDA-graph replay."""
+    name = backend if quantize in (None, "none") else f"{backend}+{quantize}"
+    if matmul not in (None, "auto"):
+        name += f"/mm={matmul}"
+    return name + ("/graph" if cuda_graph else "")
 
 
-def _label(r: Dict[str, Any]) -> str:
-    return label(r["backend"], r.get("quantize", "none"))
+def record_label(r: Dict[str, Any]) -> str:
+    """The :func:`label` of a result record."""
+    return label(r["backend"], r.get("quantize", "none"), r.get("matmul", "auto"), r.get("cuda_graph", False))
 
 
 def compute_ratios(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Speed-up vs the unquantized reference and memory as % of it, for every measured configuration whose R
     the reference was measured at too."""
-    ok = {(_label(r), r["replicas"]): r for r in results if r["status"] == "ok"}
+    ok = {(record_label(r), r["replicas"]): r for r in results if r["status"] == "ok"}
     ratios = []
     for (name, R), r in sorted(ok.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         ref = ok.get(("reference", R))
@@ -48,7 +53,7 @@ def predict_mb(results: List[Dict[str, Any]], name: str, R: int, strict: bool = 
     """Peak extra memory of configuration ``name`` (see :func:`label`) at R, predicted linearly in R from the
     largest smaller R measured (``strict=False``: smaller or equal): ``{predicted_mb, from_replicas}``, or None
     when there is no such measurement."""
-    done = [r for r in results if _label(r) == name and r["status"] == "ok"
+    done = [r for r in results if record_label(r) == name and r["status"] == "ok"
             and (r["replicas"] < R if strict else r["replicas"] <= R)]
     if not done:
         return None
@@ -67,7 +72,7 @@ def format_table(report: Dict[str, Any]) -> str:
             "speed-up vs ref", "mem % of ref"]
     rows = []
     for r in report["results"]:
-        name = _label(r)
+        name = record_label(r)
         if r["status"] != "ok":
             rows.append([name, str(r["replicas"]), f"{r['status']}: {r.get('reason') or r.get('error')}"])
             continue
@@ -103,10 +108,10 @@ def format_table(report: Dict[str, Any]) -> str:
                      f"{'ns/day/rep':>10}  {'ns/day aggr':>11}")
         for o in report["openmm"]:
             if o["status"] != "ok":
-                lines.append(f"{_label(o):>14}  {o.get('platform', '-'):>8}  {o['replicas']:>3}  {o['steps']:>5}  "
+                lines.append(f"{record_label(o):>14}  {o.get('platform', '-'):>8}  {o['replicas']:>3}  {o['steps']:>5}  "
                              f"{o['status']}: {o.get('error')}")
             else:
-                lines.append(f"{_label(o):>14}  {o['platform']:>8}  {o['replicas']:>3}  {o['steps']:>5}  "
+                lines.append(f"{record_label(o):>14}  {o['platform']:>8}  {o['replicas']:>3}  {o['steps']:>5}  "
                              f"{o['ms_per_step']:>10.1f}  {o['ns_per_day_per_replica']:>10.4g}  "
                              f"{o['ns_per_day_aggregate']:>11.4g}")
     return "\n".join(lines)

@@ -44,8 +44,9 @@ def flash_rbf(pos, src, dst, offsets, coeffs, rc_rbf: float, basis: str = "gauss
     triton_ops._check_device(pos)
     p = pos.reshape(-1, 3).contiguous()
     P = int(src.shape[0])
-    mu, cf, K, KP, BASIS = triton_ops._basis_args(offsets, coeffs, basis, dtype, pos.device)
-    scal = triton_ops._scalars(0.0, rc_rbf, 0.0, alpha, basis_lower, dtype, pos.device)
+    bp = triton_ops.plan_basis(offsets, coeffs, basis, alpha, basis_lower, 0.0, rc_rbf, 0.0, rbf_env, False, dtype,
+                               pos.device)
+    mu, cf, K, KP, BASIS, scal = bp.mu, bp.cf, bp.K, bp.KP, bp.basis, bp.scal
     d = triton_ops._empty((P,), p)
     e = triton_ops._empty((P, K), p)
     if P:

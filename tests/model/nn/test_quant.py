@@ -12,7 +12,6 @@ from conftest import (EXAMPLES, assert_forces_match_finite_differences, oracle_p
 from flashschnet import InputError, load_model, map_pdb, quantize, save_checkpoint
 from flashschnet.fused import clear_engine_cache
 from flashschnet.fused import triton_ops as flash
-from flashschnet.neighbors import tile_pairs
 from flashschnet.nn.quant import QDTYPES, QuantLinear, dequantize_weight, quantize_weight
 from flashschnet.transforms import apply_variant
 from helpers import cfconv_reference as ref
@@ -98,11 +97,10 @@ def test_quant_linear_keeps_its_bits_through_dtype_moves(qdtype):
 # ------------------------------------------------------------------------------------------------ kernels
 
 
-def _kernel_case(dtype, qdtype, R=2, N=13, B=4, K=16, F=16, rc=6.5, seed=3):
+def _kernel_case(dtype, qdtype, R=2, N=37, K=16, F=16, rc=6.5, seed=3, dot="ieee"):
     g = torch.Generator().manual_seed(seed)
     step = torch.randn(R, N, 3, generator=g, dtype=torch.float64)
     pos = (step / step.norm(dim=-1, keepdim=True) * 3.8).cumsum(1).to(dtype)
-    tiles = tile_pairs(pos, B, rc)
     offsets = torch.linspace(0.0, rc, K, dtype=torch.float64)
     coeffs = torch.full((K,), -0.5 / float(offsets[1] - offsets[0]) ** 2, dtype=torch.float64)
     A1 = torch.randn(F, K, generator=g, dtype=torch.float64) / math.sqrt(K)
@@ -113,8 +111,8 @@ def _kernel_case(dtype, qdtype, R=2, N=13, B=4, K=16, F=16, rc=6.5, seed=3):
     A2q, A2s = quantize_weight(A2, qdtype)
     h = torch.randn(R, N, F, generator=g, dtype=torch.float64).to(dtype)
     gm = torch.randn(R, N, F, generator=g, dtype=torch.float64).to(dtype)
-    head = flash.tile_args(tiles) + (A1q, a1.to(dtype), A2q, offsets.to(dtype), coeffs.to(dtype), rc, rc, rc - 0.5,
-                                     "gaussian", 0.0, True, True, 0.0)
+    head = (A1q, a1.to(dtype), A2q, offsets.to(dtype), coeffs.to(dtype), rc, rc, rc - 0.5, "gaussian", 0.0, True,
+            True, 0.0, dot)
     return pos, h, gm, head, (A1s, A2s), (A1, a1, A2)
 
 
@@ -129,25 +127,44 @@ def _close(out, expected, dtype):
 def test_quantized_kernels_match_the_quantized_reference(poison_buffers, dtype, qdtype):
     pos, h, gm, head, scales, _ = _kernel_case(dtype, qdtype)
     _close(flash.cfconv_fwd(pos, h, *head, *scales), ref.cfconv_fwd_ref(pos, h, *head, *scales), dtype)
-    _close(flash.cfconv_bwd_pos(pos, h, gm, *head, *scales), ref.cfconv_bwd_pos_ref(pos, h, gm, *head, *scales),
-           dtype)
+    for got, want in zip(flash.cfconv_bwd(pos, h, gm, *head, *scales), ref.cfconv_bwd_ref(pos, h, gm, *head, *scales)):
+        _close(got, want, dtype)
+
+
+@pytest.mark.parametrize("qdtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_quantized_kernels_with_16bit_products(poison_buffers, qdtype):
+    """matmul "auto" on 16-bit weights: products of the weights' own type (tensor cores on a GPU); the result
+    equals plain PyTorch doing the same 16-bit products (float32 sums) to float32 rounding."""
+    pos, h, gm, head, scales, _ = _kernel_case(torch.float32, qdtype, dot="auto")
+    dot = "fp16" if qdtype == torch.float16 else "bf16"
+    emul, exact = head[:-1] + (dot,), head[:-1] + ("ieee",)
+    out, want = flash.cfconv_fwd(pos, h, *head, *scales), ref.cfconv_fwd_ref(pos, h, *emul, *scales)
+    torch.testing.assert_close(out, want, rtol=1e-3, atol=1e-3 * float(want.abs().max()))
+    # the gradients: no worse than twice PyTorch's own autograd through the same 16-bit products
+    got = flash.cfconv_bwd(pos, h, gm, *head, *scales)
+    truth = ref.cfconv_bwd_ref(pos.double(), h.double(), gm.double(), *exact, *scales)
+    torch16 = ref.cfconv_bwd_ref(pos, h, gm, *emul, *scales)
+    for g, t, p in zip(got, truth, torch16):
+        scale = float(t.abs().max())
+        assert float((g.double() - t).abs().max()) / scale <= 2 * float((p.double() - t).abs().max()) / scale
 
 
 def test_quantized_kernel_equals_the_kernel_on_dequantized_weights():
     """Dequantizing in registers is the same arithmetic as dequantizing first (float64: to rounding)."""
     dtype = torch.float64
     pos, h, gm, head, (A1s, A2s), _ = _kernel_case(dtype, torch.float16)
-    A1q, A2q = head[6], head[8]
-    deq = head[:6] + (dequantize_weight(A1q, A1s, dtype), head[7], dequantize_weight(A2q, A2s, dtype)) + head[9:]
+    A1q, A2q = head[0], head[2]
+    deq = (dequantize_weight(A1q, A1s, dtype), head[1], dequantize_weight(A2q, A2s, dtype)) + head[3:]
     _close(flash.cfconv_fwd(pos, h, *head, A1s, A2s), flash.cfconv_fwd(pos, h, *deq), dtype)
-    _close(flash.cfconv_bwd_pos(pos, h, gm, *head, A1s, A2s), flash.cfconv_bwd_pos(pos, h, gm, *deq), dtype)
+    for got, want in zip(flash.cfconv_bwd(pos, h, gm, *head, A1s, A2s), flash.cfconv_bwd(pos, h, gm, *deq)):
+        _close(got, want, dtype)
 
 
 def test_quantized_kernel_arguments_are_checked():
     pos, h, gm, head, (A1s, A2s), _ = _kernel_case(torch.float32, torch.float16)
     with pytest.raises(ValueError, match="both A1_scale and A2_scale"):
         flash.cfconv_fwd(pos, h, *head, A1s, None)
-    bad = head[:6] + (head[6].float(),) + head[7:]
+    bad = (head[0].float(),) + head[1:]
     with pytest.raises(ValueError, match="float16 or bfloat16"):
         flash.cfconv_fwd(pos, h, *bad, A1s, A2s)
     with pytest.raises(ValueError, match="shape"):
@@ -157,9 +174,12 @@ def test_quantized_kernel_arguments_are_checked():
 # ------------------------------------------------------------------------------------------------ the model
 
 
-def _model(variant_name, backend, dtype=torch.float64):
+def _model(variant_name, backend, dtype=torch.float64, matmul="ieee"):
+    """The oracle model with a 16-bit variant; ``matmul="ieee"``: the triton backend's products exact, so every
+    backend computes the same numbers (16-bit products: tests/model/fused/test_triton_engine.py)."""
     clear_engine_cache()
-    return apply_variant(load_model(oracle_path("mlcg_schnet_A.pt"), backend=backend, dtype=dtype), variant_name)
+    return apply_variant(load_model(oracle_path("mlcg_schnet_A.pt"), backend=backend, dtype=dtype, matmul=matmul),
+                         variant_name)
 
 
 @pytest.mark.parametrize("variant_name", ["fp16", "bf16-cast"])

@@ -1,0 +1,58 @@
+"""tools/gpu_fit.py: the triton backend's per-step kernels, compiled ahead of time for an H100/H200 (sm_90) by
+Triton's own compiler and the ptxas in its wheel, must fit -- no spill, shared memory <= 200 KB, a block's
+registers within the register file, compiled in < 120 s each, the filter network on tensor cores."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import gpu_fit  # noqa: E402
+
+from flashschnet.fused.triton_ops import KERNEL_CONFIGS  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fit") / "fit.json"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_fit.py"), "--arch", "90", "--json", str(out),
+                           "--check"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    print(proc.stdout)
+    return json.loads(out.read_text())
+
+
+def test_every_per_step_kernel_fits_sm90(rows):
+    kernels = {r["kernel"] for r in rows}
+    assert kernels == set(KERNEL_CONFIGS)                       # every kernel a step launches was compiled
+    variants = {(r["kernel"], r["variant"]) for r in rows}
+    for dot in ("tf32", "bf16", "fp16", "bf16-weights", "fp16-weights"):
+        assert ("_cfconv_fwd_kernel", dot) in variants and ("_cfconv_bwd_kernel", dot) in variants
+    for r in rows:
+        assert set(r) >= {"kernel", "variant", "arch", "regs", "spill_bytes", "shared_bytes", "compile_s",
+                          "tensor_cores"}
+        assert r["arch"] == 90 and 0 < r["regs"] <= 255
+        assert gpu_fit.problems(r) == [], (r["kernel"], r["variant"], gpu_fit.problems(r))
+        # compiled with the launcher's own options, not a copy
+        assert r["num_warps"] == KERNEL_CONFIGS[r["kernel"]]["num_warps"]
+        assert r["num_stages"] == KERNEL_CONFIGS[r["kernel"]]["num_stages"]
+        if r["kernel"] in gpu_fit.FILTER_KERNELS:
+            assert r["tensor_cores"]
+
+
+def test_the_criteria_catch_each_problem():
+    good = dict(kernel="_cfconv_bwd_kernel", variant="bf16", arch=90, regs=200, spill_bytes=0, shared_bytes=57344,
+                compile_s=1.0, tensor_cores=True, num_warps=8)
+    assert gpu_fit.problems(good) == []
+    for change, word in ((dict(spill_bytes=8), "spill"), (dict(shared_bytes=210 * 1024), "shared"),
+                         (dict(compile_s=130.0), "compile"), (dict(tensor_cores=False), "tensor-core"),
+                         (dict(num_warps=16), "register")):
+        assert any(word in p for p in gpu_fit.problems(dict(good, **change))), change

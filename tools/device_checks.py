@@ -1,0 +1,505 @@
+"""Every number a lent GPU machine should give, in one command that ends well inside the device tool's limit.
+
+    python tools/device_checks.py --device cuda --out "$OUT"          # on the device (tools/device_benchmark.sh)
+    python tools/device_checks.py --device cpu --smoke --out /tmp/x   # the same stages at tiny sizes, on a CPU
+
+Five stages, in this order, each in a fresh process (a hang, a crash or a broken CUDA context cannot take the
+next stages down) and each with a deadline:
+
+1. ``environment`` -- nvidia-smi, versions, the machine, OpenMM's platforms and plugin load failures, and
+   whether the libraries the OpenMM CUDA plugin links to load;
+2. ``compile`` -- first call (with Triton's JIT compile) and second call at 1 replica x 20 beads of the kernel
+   backend (triton if selected) with float32, bf16 and fp16 weights; float64 last, only if time is left;
+3. ``correctness`` -- float32, every backend x {none, bf16, fp16} on the mlcg oracle ``mlcg_schnet_A.pt``:
+   max relative errors vs the oracle and vs the backends before it; three calls bitwise equal?
+4. ``timings`` -- :func:`flashschnet.openmm.benchmark.measure.energy_forces` (the benchmark's model, structure
+   and positions) for every backend and the kernel backend with bf16 weights at each R, skipping what is
+   predicted from a smaller R to exceed the memory limit or the time left; speed-ups vs this run's reference;
+5. ``openmm`` -- :func:`flashschnet.openmm.benchmark.measure.openmm_loop` with the network as an
+   ``openmm.PythonForce`` (the "PythonForce fallback": no openmm-torch on the device), on the first of the
+   CUDA, OpenCL and CPU platforms that loads and runs.
+
+Stage *i* must end by ``start + budget * (1 - the later stages' SHARES)``: time a stage leaves goes to the next.
+Before each item a stage checks its deadline (an item it cannot start is a skip); one that overruns it by
+:data:`GRACE_S` is killed and keeps the items it saved. ``OUT/device.json``, rewritten after every stage:
+``settings``, ``machine``, ``stages`` (each: ``status``, ``wall_s``, ``results``, ``skips``, ``errors``),
+``timings`` (energy_forces rows, as flashschnet-benchmark's ``results``), ``ratios`` and ``openmm``.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+ORACLE = ROOT / "tests" / "data" / "oracles" / "mlcg_schnet_A.pt"
+STAGES = ("environment", "compile", "correctness", "timings", "openmm")
+#: each stage's share of the budget
+SHARES = {"environment": 0.06, "compile": 0.29, "correctness": 0.12, "timings": 0.36, "openmm": 0.17}
+#: seconds a stage may overrun its deadline (to end the item it is in) before it is killed
+GRACE_S = 15.0
+#: 16-bit weight variants checked (flashschnet.names.VARIANTS)
+VARIANTS = ("none", "bf16", "fp16")
+#: the defaults of a device run and of ``--smoke`` (backend, replica and step lists; seconds; GB)
+FULL = dict(device="cuda", backends="reference,torch,triton", replicas="1,8,64,128", budget=450.0, pdb=None,
+            openmm_replicas=64, openmm_steps=50, warmup=3, repeats=10, max_memory_gb=100.0, float64_need_s=40.0,
+            threads=None)
+SMOKE = dict(device="cpu", backends="reference,torch", replicas="1,2", budget=200.0,
+             pdb=str(ROOT / "tests" / "data" / "structures" / "1L2Y_trpcage.pdb"),
+             openmm_replicas=2, openmm_steps=3, warmup=1, repeats=2, max_memory_gb=4.0, float64_need_s=0.0,
+             threads=1)
+COMPILE_BEADS = 20
+#: the fields of a record that are not measurements
+BOOKKEEPING = ("item", "status", "seq", "wall_s")
+
+
+def log(msg: str) -> None:
+    """A progress line (unbuffered)."""
+    print(f"[device-checks {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def write_json(obj: Any, path: Path) -> None:
+    """Write ``obj`` atomically: a JSON file at ``path`` is always complete."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    """The options; those not given take :data:`FULL`'s value, or :data:`SMOKE`'s with ``--smoke``."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--smoke", action="store_true", help="tiny sizes, CPU defaults (a test of this script)")
+    p.add_argument("--device", choices=["cuda", "cpu"])
+    p.add_argument("--out", default=os.environ.get("OUT", "device-checks"), help="folder for device.json")
+    p.add_argument("--backends", help="comma-separated (default reference,torch,triton; smoke: reference,torch)")
+    p.add_argument("--replicas", help="comma-separated R of the timings (default 1,8,64,128; smoke: 1,2)")
+    p.add_argument("--pdb", help="structure (default: the benchmark's packaged BPTI; smoke: trp-cage)")
+    p.add_argument("--budget", type=float, help="seconds for all stages together (default 450; smoke 200)")
+    for name in ("openmm-replicas", "openmm-steps", "warmup", "repeats", "threads"):
+        p.add_argument(f"--{name}", type=int)
+    p.add_argument("--max-memory-gb", type=float, help="skip a timing predicted to need more (default 100)")
+    p.add_argument("--stage", choices=STAGES, help=argparse.SUPPRESS)        # set by the parent for a child
+    p.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
+    p.add_argument("--result", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    for key, value in (SMOKE if args.smoke else FULL).items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+    args.backends = [b for b in args.backends.split(",") if b]
+    args.replicas = sorted({int(r) for r in args.replicas.split(",") if r})
+    # the backend compiled, quantized and put into OpenMM: triton if selected, else the last non-reference one
+    fused = [b for b in args.backends if b != "reference"]
+    args.kernel_backend = "triton" if "triton" in fused else (fused or args.backends)[-1]
+    return args
+
+
+# ----------------------------------------------------------------------------------------- one stage's record
+class Stage:
+    """What a stage records (``results``, ``skips``, ``errors``; each entry tagged with its ``item`` name,
+    ``status`` ok|skipped|error and ``seq``, its place in the stage's order), saved to ``path`` after every item."""
+
+    def __init__(self, path: str, deadline: float):
+        self.path, self.deadline = Path(path), deadline
+        self.data: Dict[str, Any] = {"results": [], "skips": [], "errors": []}
+
+    def left(self) -> float:
+        """Seconds to the stage's deadline."""
+        return self.deadline - time.time()
+
+    def add(self, kind: str, entry: Dict[str, Any]) -> Dict[str, Any]:
+        """Append ``entry`` to ``results``, ``skips`` or ``errors`` and save."""
+        entry["seq"] = sum(len(v) for k, v in self.data.items() if k in ("results", "skips", "errors"))
+        self.data[kind].append(entry)
+        write_json(self.data, self.path)
+        return entry
+
+    def skip(self, item: str, reason: str, **tags) -> None:
+        """Record ``item`` as not run, and why."""
+        self.add("skips", dict(tags, item=item, status="skipped", reason=reason))
+        log(f"{item}: skipped: {reason}")
+
+    def run(self, item: str, fn: Callable[[], Dict[str, Any]], need_s: float = 0.0, **tags) -> Optional[Dict]:
+        """Run ``fn`` (it returns a JSON-able dict) as ``item``; record its result, its error (not raised) or, when
+        the deadline leaves less than ``need_s`` seconds, a skip; ``tags`` are fields of the record.
+
+        Returns
+        -------
+        dict or None
+            The result's record (``tags``, ``item``, ``status``, ``seq``, ``wall_s`` and ``fn``'s dict), or None.
+        """
+        if self.left() < need_s:
+            self.skip(item, f"stage deadline: {max(self.left(), 0):.0f} s left, {need_s:.0f} s wanted", **tags)
+            return None
+        log(f"{item} ...")
+        t0 = time.perf_counter()
+        try:
+            out = dict(tags, item=item, status="ok", **fn())
+        except Exception as exc:  # recorded; the stage goes on
+            self.add("errors", dict(tags, item=item, status="error", error=f"{type(exc).__name__}: {exc}"[:500],
+                                    traceback=traceback.format_exc()[-2000:]))
+            log(f"{item}: FAILED: {type(exc).__name__}: {exc}")
+            return None
+        out["wall_s"] = round(time.perf_counter() - t0, 3)
+        shown = {k: v for k, v in out.items() if k not in tags and k not in BOOKKEEPING + ("times_ms",)}
+        log(f"{item}: ok ({out['wall_s']:.1f} s) " + json.dumps(shown, default=str)[:400])
+        return self.add("results", out)
+
+
+def structure(args):
+    """Context: the path of the structure (the benchmark's packaged BPTI unless ``--pdb``)."""
+    from flashschnet.openmm.benchmark.defaults import default_pdb
+
+    return contextlib.nullcontext(Path(args.pdb)) if args.pdb else default_pdb()
+
+
+def config(args, pdb, **kw) -> Dict[str, Any]:
+    """A :mod:`flashschnet.openmm.benchmark.measure` configuration (built-in model, float32 by default)."""
+    import torch
+
+    return dict(dict(pdb=str(pdb), model=None, device=args.device, dtype="float32", quantize="none",
+                     threads=args.threads or torch.get_num_threads(), warmup=args.warmup), **kw)
+
+
+def rel(a, b) -> float:
+    """max |a - b| / max |b|."""
+    return float((a - b).abs().max() / b.abs().max())
+
+
+# ---------------------------------------------------------------------------------------------------- stages
+def stage_environment(args, st: Stage) -> None:
+    """Stage 1: nvidia-smi, versions, the machine, OpenMM's platforms and plugin load failures, CUDA libraries."""
+    import torch
+
+    from flashschnet.openmm.benchmark.machine import machine_info
+
+    def smi():
+        q = "--query-gpu=name,driver_version,memory.total"
+        res = subprocess.run(["nvidia-smi", q, "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+        return {"gpus": res.stdout.strip().splitlines(), "returncode": res.returncode}
+
+    def versions():
+        import numpy
+        import triton
+
+        cuda = torch.cuda.is_available()
+        return {"python": sys.version.split()[0], "torch": torch.__version__, "torch_cuda": torch.version.cuda,
+                "triton": triton.__version__, "numpy": numpy.__version__, "cuda_available": cuda,
+                "gpu": torch.cuda.get_device_name(0) if cuda else None,
+                "gpu_memory_gb": torch.cuda.get_device_properties(0).total_memory / 2**30 if cuda else None}
+
+    def platforms():
+        import openmm
+
+        out = {"openmm": openmm.__version__, "plugins_dir": openmm.Platform.getDefaultPluginsDirectory(),
+               "platforms": [openmm.Platform.getPlatform(i).getName()
+                             for i in range(openmm.Platform.getNumPlatforms())],
+               "plugin_load_failures": list(openmm.Platform.getPluginLoadFailures())}
+        print(f"OpenMM {out['openmm']} platforms: {', '.join(out['platforms'])}\nplugin load failures:",
+              *(out["plugin_load_failures"] or ["none"]), sep="\n  ")
+        return out
+
+    def cuda_libraries():  # what the OpenMM CUDA plugin links to: loadable here?
+        import ctypes
+
+        def load(lib):
+            try:
+                return bool(ctypes.CDLL(lib)) and "loads"
+            except OSError as exc:
+                return str(exc)
+
+        libs = ("libcuda.so.1", "libnvrtc.so.13", "libcufft.so.12")
+        return dict({lib: load(lib) for lib in libs}, LD_LIBRARY_PATH=os.environ.get("LD_LIBRARY_PATH", ""))
+
+    if args.device == "cuda":
+        st.run("nvidia-smi", smi)
+    else:
+        st.skip("nvidia-smi", "--device cpu")
+    st.run("versions", versions)
+    st.run("machine", lambda: machine_info(args.device, torch.get_num_threads()))
+    st.run("openmm platforms", platforms)
+    if args.device == "cuda":
+        st.run("cuda libraries", cuda_libraries)
+
+
+def stage_compile(args, st: Stage) -> None:
+    """Stage 2: first (compiling) and second call of the kernel backend, float32 then 16-bit weights, float64 last."""
+    import torch
+
+    import flashschnet
+    from flashschnet.openmm.benchmark import measure
+    from flashschnet.openmm.benchmark.report import label
+
+    def two_calls(pdb, mol, variant: str, dtype: str, matmul: str = "auto", graph: bool = False) -> Dict[str, Any]:
+        tdtype = getattr(torch, dtype)
+        model = measure.load(config(args, pdb, backend=args.kernel_backend, quantize=variant, matmul=matmul,
+                                    cuda_graph=graph), tdtype, args.device)
+        n = min(COMPILE_BEADS, int(mol.n_beads))
+        pos = measure.positions(mol, 1, tdtype, args.device)[:, :n].contiguous()
+        types = torch.as_tensor(mol.bead_types[:n], dtype=torch.long, device=args.device)
+        times, notes = [], io.StringIO()
+        if args.device == "cuda":
+            torch.cuda.synchronize()
+        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(notes), \
+                contextlib.redirect_stderr(notes):
+            warnings.simplefilter("always")
+            for _ in range(4 if graph else 2):          # a graph is captured at the third call
+                t0 = time.perf_counter()
+                energy, forces = model.energy_forces(pos, types)
+                if args.device == "cuda":
+                    torch.cuda.synchronize()
+                times.append(time.perf_counter() - t0)
+        text = notes.getvalue() + "".join(f"warning: {w.message}\n" for w in caught)
+        print(text, end="")
+        return {"beads": n, "first_call_s": times[0], "second_call_s": times[1], "call_s": times,
+                "network_backend": model.network.backend, "energy_dtype": str(energy.dtype),
+                "finite": bool(torch.isfinite(energy).all() and torch.isfinite(forces).all()), "notes": text[-1500:]}
+
+    with structure(args) as pdb:
+        mol = flashschnet.map_pdb(str(pdb))
+        # every kernel variant a float32 step launches: 16-bit weights, and (triton) bf16 / fp16 products of
+        # float32 weights, and a CUDA-graph capture
+        runs = [(v, "auto", False) for v in VARIANTS]
+        if args.kernel_backend == "triton":
+            runs += [("none", "bf16", False), ("none", "fp16", False), ("none", "auto", True)]
+        for variant, matmul, graph in runs:
+            name = label(args.kernel_backend, variant, matmul, graph)
+            st.run(f"{name} float32: first (compiling) and second call",
+                   lambda: two_calls(pdb, mol, variant, "float32", matmul, graph), backend=args.kernel_backend,
+                   quantize=variant, matmul=matmul, cuda_graph=graph, dtype="float32")
+        st.run(f"{args.kernel_backend}+none float64: first and second call",
+               lambda: two_calls(pdb, mol, "none", "float64"), need_s=args.float64_need_s,
+               backend=args.kernel_backend, quantize="none", dtype="float64")
+
+
+def stage_correctness(args, st: Stage) -> None:
+    """Stage 3: every backend x weight variant, float32, against the mlcg oracle and each other; repeatability."""
+    import torch
+
+    import flashschnet
+    from flashschnet.transforms import apply_variant
+
+    A = torch.load(ORACLE, weights_only=True)
+    pos = A["positions_A"].to(args.device, torch.float32)
+    types = A["bead_types"].to(args.device)
+    e_ref, f_ref = A["energies_kcal_mol"], A["forces_kcal_mol_A"]
+    outputs: Dict[Any, Any] = {}
+
+    def check(backend: str, variant: str) -> Dict[str, Any]:
+        model = apply_variant(flashschnet.load_model(ORACLE, backend=backend, device=args.device), variant)
+        runs = [tuple(t.detach() for t in model.energy_forces(pos, types)) for _ in range(3)]
+        e, f = (t.double().cpu() for t in runs[0])
+        row = {"energy_rel_err_vs_oracle": rel(e, e_ref), "forces_rel_err_vs_oracle": rel(f, f_ref),
+               "bitwise_repeatable": all(torch.equal(runs[0][i], r[i]) for r in runs[1:] for i in (0, 1)),
+               "finite": bool(torch.isfinite(e).all() and torch.isfinite(f).all())}
+        for other in args.backends:
+            if (other, variant) in outputs:
+                row[f"energy_rel_diff_vs_{other}"] = rel(e, outputs[other, variant][0])
+                row[f"forces_rel_diff_vs_{other}"] = rel(f, outputs[other, variant][1])
+        outputs[backend, variant] = (e, f)
+        return row
+
+    for variant in VARIANTS:
+        for backend in args.backends:
+            st.run(f"{backend}+{variant} float32 on {ORACLE.name}", lambda: check(backend, variant),
+                   backend=backend, quantize=variant, dtype="float32")
+
+
+def stage_timings(args, st: Stage) -> None:
+    """Stage 4: energy_forces timings and peak memory per backend and R, skipping predicted overruns; ratios."""
+    import torch
+
+    from flashschnet.openmm.benchmark import measure
+    from flashschnet.openmm.benchmark.report import compute_ratios, label, predict_mb, record_label
+
+    # (backend, 16-bit weights, matmul precision, CUDA graph): every backend as it comes, then the triton
+    # backend's products in bf16 / fp16 (auto = tf32 for float32 weights), with bf16 weights, and graph-replayed
+    configs = [(b, "none", "auto", False) for b in args.backends]
+    if args.kernel_backend == "triton":
+        configs += [("triton", "none", "bf16", False), ("triton", "none", "fp16", False),
+                    ("triton", "bf16", "auto", False), ("triton", "none", "bf16", True)]
+    elif args.kernel_backend != "reference":
+        configs.append((args.kernel_backend, "bf16", "auto", False))
+    done = st.data["results"]
+
+    def too_much(name: str, R: int) -> Optional[str]:
+        """Why not to run ``name`` at R: it failed at a smaller R, or would exceed the memory limit or the time
+        left (predicted linearly in R from a smaller R)."""
+        failed = [e["replicas"] for e in st.data["errors"] if record_label(e) == name]
+        if failed:
+            return f"failed at R={min(failed)} (see errors)"
+        mem = predict_mb(done, name, R)
+        if mem and mem["predicted_mb"] > args.max_memory_gb * 1024:
+            return (f"predicted {mem['predicted_mb'] / 1024:.1f} GB > {args.max_memory_gb:g} GB "
+                    f"(linear in R from R={mem['from_replicas']})")
+        prev = [r for r in done if record_label(r) == name and r["replicas"] < R]
+        if prev:
+            base = max(prev, key=lambda r: r["replicas"])
+            need = (args.warmup + args.repeats) * base["median_ms"] / 1e3 * R / base["replicas"] + 5.0
+            if need > st.left():
+                return f"predicted {need:.0f} s > the {st.left():.0f} s left (linear in R from R={base['replicas']})"
+        return None
+
+    def measure_one(pdb, backend: str, variant: str, matmul: str, graph: bool, R: int) -> Dict[str, Any]:
+        out = measure.energy_forces(config(args, pdb, kind="energy_forces", backend=backend, quantize=variant,
+                                           matmul=matmul, cuda_graph=graph, replicas=R, repeats=args.repeats))
+        if args.device == "cuda":
+            out["peak_allocated_mb"] = torch.cuda.max_memory_allocated() / 2**20
+            torch.cuda.empty_cache()
+        return out
+
+    with structure(args) as pdb:
+        for R in args.replicas:
+            for backend, variant, matmul, graph in configs:
+                name = label(backend, variant, matmul, graph)
+                tags = dict(backend=backend, quantize=variant, matmul=matmul, cuda_graph=graph, replicas=R)
+                why = too_much(name, R)
+                if why:
+                    st.skip(f"{name} R={R}", why, **tags)
+                else:
+                    st.run(f"{name} R={R}", lambda: measure_one(pdb, backend, variant, matmul, graph, R), need_s=1.0,
+                           **tags)
+    st.data["ratios"] = compute_ratios(done)
+
+
+def stage_openmm(args, st: Stage) -> None:
+    """Stage 5: the OpenMM step loop with the PythonForce network on the first platform of CUDA, OpenCL, CPU that
+    runs."""
+    from flashschnet.openmm.benchmark import measure  # (imports torch, then openmm: the order they need)
+
+    import openmm
+
+    loaded = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
+    R, steps = args.openmm_replicas, args.openmm_steps
+    tags = dict(backend=args.kernel_backend, quantize="none", replicas=R, steps=steps,
+                network_force="PythonForce fallback (openmm.PythonForce; no openmm-torch)")
+    with structure(args) as pdb:
+        for name in (["CUDA", "OpenCL", "CPU"] if args.device == "cuda" else ["CPU"]):
+            if name not in loaded:
+                st.skip(f"OpenMM {name}", "platform not loaded (see environment: plugin load failures)", **tags)
+                continue
+            cfg = config(args, pdb, kind="openmm", backend=args.kernel_backend, replicas=R, steps=steps,
+                         network_force="python", platform=name)
+            if st.run(f"OpenMM {name} {R} replicas x {steps} steps, PythonForce", lambda: measure.openmm_loop(cfg),
+                      **dict(tags, platform=name)):
+                break
+
+
+# ------------------------------------------------------------------------------------------ parent and child
+def run_stage(name: str, argv: List[str], deadline: float, result: Path) -> Dict[str, Any]:
+    """Run stage ``name`` as this script with ``argv`` and ``--stage`` in a child process that saves its record
+    in ``result`` after every item and is killed :data:`GRACE_S` after ``deadline`` (a ``time.time()``).
+
+    Returns
+    -------
+    dict
+        The record with ``status`` (ok; partial: skips; error: errors) and ``wall_s``; a child that crashed or
+        was killed adds a ``stage`` error and keeps the items it had saved.
+    """
+    cmd = [sys.executable, "-u", str(Path(__file__).resolve()), *argv, "--stage", name,
+           "--deadline", repr(deadline), "--result", str(result)]
+    log(f"== stage {name} ({deadline - time.time():.0f} s until its deadline)")
+    t0, problem = time.time(), None
+    try:
+        rc = subprocess.run(cmd, timeout=max(deadline - time.time(), 1.0) + GRACE_S).returncode
+        if rc != 0:
+            problem = f"stage process exit status {rc}" + (" (killed by a signal)" if rc < 0 else "")
+    except subprocess.TimeoutExpired:
+        problem = f"stage process killed {GRACE_S:.0f} s after its deadline (items after the last recorded lost)"
+    data = json.loads(result.read_text()) if result.exists() else {"results": [], "skips": [], "errors": []}
+    if problem:
+        data["errors"].append({"item": "stage", "status": "error", "error": problem})
+        log(f"stage {name}: {problem}")
+    data["status"] = "error" if data["errors"] else ("partial" if data["skips"] else "ok")
+    data["wall_s"] = round(time.time() - t0, 1)
+    return data
+
+
+def summary(report: Dict[str, Any]) -> str:
+    """The report as readable text: stages, skips and errors, compile and correctness lines, the timings table
+    of :func:`flashschnet.openmm.benchmark.report.format_table`."""
+    lines = ["", "== device checks: stages"]
+    for name, s in report["stages"].items():
+        lines.append(f"{name:>12}: {s['status']:<8} {s['wall_s']:6.1f} s  {len(s['results'])} ok, "
+                     f"{len(s['skips'])} skipped, {len(s['errors'])} errors")
+        lines += [f"{'':>14}{e['status']}: {e['item']}: {e.get('reason') or e.get('error')}"
+                  for e in s["skips"] + s["errors"]]
+    for r in report["stages"].get("compile", {}).get("results", []):
+        lines.append(f"compile {r['item']}: first {r['first_call_s']:.2f} s, second {r['second_call_s'] * 1e3:.1f} ms,"
+                     f" ran as {r['network_backend']}, finite {r['finite']}")
+    for r in report["stages"].get("correctness", {}).get("results", []):
+        diffs = ", ".join(f"{k.replace('_rel_diff_vs_', ' vs ')} {v:.1e}" for k, v in r.items() if "_diff_vs_" in k)
+        lines.append(f"correctness {r['backend']}+{r['quantize']}: vs oracle E {r['energy_rel_err_vs_oracle']:.1e} "
+                     f"F {r['forces_rel_err_vs_oracle']:.1e}; bitwise repeatable {r['bitwise_repeatable']}"
+                     + (f"; {diffs}" if diffs else ""))
+    try:
+        from flashschnet.openmm.benchmark.report import format_table
+
+        rows = report["timings"]
+        view = {"machine": dict({"device": report["settings"]["device"], "device_name": "?", "threads": "?"},
+                                **report["machine"]),
+                "settings": {"pdb_name": Path(report["settings"]["pdb"]).name,
+                             "n_beads": next((r["n_beads"] for r in rows if "n_beads" in r), "?"), "dtype": "float32",
+                             "repeats": report["settings"]["repeats"], "warmup": report["settings"]["warmup"]},
+                "results": rows, "ratios": report["ratios"], "openmm": report["openmm"]}
+        lines += ["", format_table(view)]
+    except Exception as exc:  # the table is a convenience; device.json has the numbers
+        lines.append(f"(no timings table: {type(exc).__name__}: {exc})")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Run every stage, each in a child process, and write ``OUT/device.json``; as a child, run one stage."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse_args(argv)
+    if args.threads:  # CPU threads of torch in the stages (smoke: 1, so that a busy test machine is not oversubscribed)
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    if args.stage:  # a child: one stage
+        st = Stage(args.result, args.deadline)
+        try:
+            globals()[f"stage_{args.stage}"](args, st)
+        except Exception as exc:  # e.g. an import: recorded; the next stage still runs
+            st.add("errors", {"item": "stage", "status": "error", "error": f"{type(exc).__name__}: {exc}"[:500],
+                              "traceback": traceback.format_exc()[-2000:]})
+        write_json(st.data, st.path)
+        return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.time()
+    settings = {k: v for k, v in vars(args).items() if k not in ("stage", "deadline", "result")}
+    settings.update(pdb=args.pdb or "flashschnet/data/4PTI_bpti.pdb (packaged)", oracle=str(ORACLE.relative_to(ROOT)),
+                    shares=SHARES, command="python tools/device_checks.py " + " ".join(argv))
+    report: Dict[str, Any] = {"settings": settings, "machine": {}, "stages": {}, "timings": [], "ratios": [],
+                              "openmm": []}
+    with tempfile.TemporaryDirectory(prefix="device-checks-") as tmp:
+        for i, name in enumerate(STAGES):
+            deadline = start + args.budget * (1.0 - sum(SHARES[s] for s in STAGES[i + 1:]))
+            stage = report["stages"][name] = run_stage(name, argv, deadline, Path(tmp) / f"{name}.json")
+            if name == "environment":  # machine_info, versions, GPUs, OpenMM platforms and libraries in one dict
+                for r in stage["results"]:
+                    report["machine"].update({k: v for k, v in r.items() if k not in BOOKKEEPING})
+            elif name == "timings":
+                report["timings"] = sorted((r for r in stage["results"] + stage["skips"] + stage["errors"]
+                                            if "replicas" in r), key=lambda r: r["seq"])
+                report["ratios"] = stage.get("ratios", [])
+            elif name == "openmm":
+                report["openmm"] = sorted((r for r in stage["results"] + stage["errors"] if "platform" in r),
+                                          key=lambda r: r["seq"])
+            report["total_wall_s"] = round(time.time() - start, 1)
+            write_json(report, out / "device.json")
+    print(summary(report), flush=True)
+    log(f"wrote {out / 'device.json'} ({report['total_wall_s']:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

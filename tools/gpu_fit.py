@@ -1,0 +1,180 @@
+"""Offline GPU-fit check of the triton backend's kernels: compile, on a machine without a GPU, every kernel
+variant a float32 step can launch, for NVIDIA targets, and report whether each fits.
+
+    python tools/gpu_fit.py --arch 90 [--arch 80] [--json OUT.json] [--all-bases] [--check]
+
+For each kernel and variant the launchers' own launch tuples are compiled
+(:func:`flashschnet.fused.triton_ops.step_launches`: the arguments' dtypes, the constexprs and
+``KERNEL_CONFIGS``' num_warps/num_stages, not a copy) with ``triton.compile`` for ``GPUTarget("cuda", arch,
+32)``, and the PTX is assembled by the ``ptxas`` inside the triton wheel (``ptxas -v``, the flags Triton itself
+uses). Printed and written (JSON: a list of objects with keys ``kernel, variant, arch, regs, spill_bytes,
+shared_bytes, compile_s, tensor_cores`` and a few more): registers per thread, spill bytes (stores + loads),
+static shared memory per block, compile seconds, and whether the PTX has tensor-core instructions (``mma`` /
+``wgmma``). ``--check`` exits 1 when a row breaks the limits of :func:`problems` (the CI test's criteria).
+
+The recipe follows ``../shared/tools/triton_aot_fit.py``. Limits of an H200 (sm_90): 232,448 B shared memory
+per block, 255 registers per thread. Compiled with the triton of this environment (3.5.1 here; the device
+image has 3.6, whose layouts may need somewhat more shared memory -- hence the 200 KB limit).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.pop("TRITON_INTERPRET", None)          # compile for the GPU, never interpret
+if "TRITON_CACHE_DIR" not in os.environ:           # a fresh cache: compile times are real, not cache hits
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpu_fit_cache_")
+
+import torch  # noqa: E402
+
+_TYPES = {torch.float32: "fp32", torch.float64: "fp64", torch.bfloat16: "bf16", torch.float16: "fp16",
+          torch.int8: "i8", torch.int32: "i32", torch.int64: "i64"}
+#: a row fails the check above these (the issue's criteria)
+MAX_SHARED = 200 * 1024
+MAX_COMPILE_S = 120.0
+REGISTER_FILE = 65536          # 32-bit registers per SM (sm_80 / sm_90): regs x threads of a block must fit
+#: kernels whose matrix products are the filter network (must use tensor cores)
+FILTER_KERNELS = ("_cfconv_fwd_kernel", "_cfconv_bwd_kernel")
+
+
+def _signature(kernel, args, meta):
+    """Triton's ``ASTSource`` signature of a launch: pointer types from the tensors' dtypes, i32 / fp32 for
+    Python ints / floats (as Triton's launcher specialises them), ``constexpr`` for the meta-parameters."""
+    sig, attrs = {}, {}
+    for i, (name, a) in enumerate(zip(kernel.arg_names, list(args) + [None] * len(meta))):
+        if name in meta:
+            sig[name] = "constexpr"
+        elif isinstance(a, torch.Tensor):
+            sig[name] = "*" + _TYPES[a.dtype]
+            attrs[(i,)] = [["tt.divisibility", 16]]             # torch allocations are 16-byte aligned
+        elif isinstance(a, bool):
+            sig[name] = "i1"
+        elif isinstance(a, int):
+            sig[name] = "i32"
+        elif isinstance(a, float):
+            sig[name] = "fp32"
+        else:
+            raise TypeError(f"{kernel.__name__}: argument {name} of type {type(a).__name__}")
+    return sig, attrs
+
+
+def _ptxas(ptx: str, arch: int) -> str:
+    import triton
+
+    ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    gpu = f"sm_{arch}a" if arch >= 90 else f"sm_{arch}"
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "k.ptx")
+        with open(path, "w") as f:
+            f.write(ptx)
+        return subprocess.run([ptxas, f"--gpu-name={gpu}", "-v", path, "-o", os.devnull], capture_output=True,
+                              text=True, check=True).stderr
+
+
+def fit(launch, variant: str, arch: int) -> dict:
+    """Compile one launch for sm_<arch> and measure it (see the module docstring)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    from flashschnet.fused.triton_ops import KERNEL_CONFIGS, _kernels
+
+    name, _grid, args, meta = launch
+    kernel = getattr(_kernels(), name)
+    sig, attrs = _signature(kernel, args, meta)
+    opts = KERNEL_CONFIGS[name]
+    t0 = time.time()
+    src = triton.compiler.ASTSource(fn=kernel, signature=sig, constexprs=dict(meta), attrs=attrs)
+    ck = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=dict(opts))
+    compile_s = time.time() - t0
+    ptx = ck.asm["ptx"]
+    info = _ptxas(ptx, arch)
+    total = lambda pat: sum(int(x) for x in re.findall(pat, info))   # noqa: E731
+    return {
+        "kernel": name, "variant": variant, "arch": arch,
+        "regs": total(r"Used (\d+) registers"),
+        "spill_bytes": total(r"(\d+) bytes spill stores") + total(r"(\d+) bytes spill loads"),
+        "shared_bytes": int(ck.metadata.shared),
+        "compile_s": round(compile_s, 2),
+        "tensor_cores": bool(re.search(r"\b(mma\.sync|wgmma)", ptx)),
+        "stack_bytes": total(r"(\d+) bytes stack frame"),
+        "num_warps": opts["num_warps"], "num_stages": opts["num_stages"], "maxnreg": opts.get("maxnreg"),
+        "constexprs": {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in meta.items()},
+    }
+
+
+def problems(row: dict) -> list:
+    """Why ``row`` fails the fit criteria (empty: it fits): any spill, shared memory over 200 KB, a compile over
+    120 s, a filter-network kernel without tensor-core instructions, or a block whose registers (per thread x
+    threads) exceed the register file (it could not launch at all)."""
+    out = []
+    if row["regs"] * row["num_warps"] * 32 > REGISTER_FILE:
+        out.append(f"{row['regs']} regs x {row['num_warps'] * 32} threads > {REGISTER_FILE} registers per SM")
+    if row["spill_bytes"]:
+        out.append(f"{row['spill_bytes']} spill bytes")
+    if row["shared_bytes"] > MAX_SHARED:
+        out.append(f"{row['shared_bytes']} B shared > {MAX_SHARED}")
+    if row["compile_s"] > MAX_COMPILE_S:
+        out.append(f"compile {row['compile_s']} s > {MAX_COMPILE_S}")
+    if row["kernel"] in FILTER_KERNELS and not row["tensor_cores"]:
+        out.append("no tensor-core instructions")
+    return out
+
+
+def launches(all_bases: bool):
+    from flashschnet.fused.triton_ops import step_launches
+
+    if not all_bases:
+        return step_launches()
+    out = []
+    for basis in ("gaussian", "expnormal"):
+        for rbf_env in (True, False):
+            for filt_env in (True, False):
+                tag = f"{basis},rbf_env={int(rbf_env)},filt_env={int(filt_env)}"
+                out += [(f"{v} {tag}".strip(), l) for v, l in step_launches(basis=basis, rbf_env=rbf_env,
+                                                                             filt_env=filt_env)
+                        if l[0] in FILTER_KERNELS or (basis, rbf_env, filt_env) == ("gaussian", True, True)]
+    return out
+
+
+def table(rows) -> str:
+    head = f"| {'kernel':<20} | {'variant':<14} | arch | regs | spill B | shared B | compile s | tensor cores | fits |"
+    lines = [head, "|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|"]
+    for r in rows:
+        bad = problems(r)
+        lines.append(f"| {r['kernel']:<20} | {r['variant']:<14} | {r['arch']:>4} | {r['regs']:>4} | "
+                     f"{r['spill_bytes']:>7} | {r['shared_bytes']:>8} | {r['compile_s']:>9} | "
+                     f"{'yes' if r['tensor_cores'] else 'no':>12} | {'yes' if not bad else 'NO: ' + '; '.join(bad)} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="gpu_fit.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--arch", type=int, action="append", choices=[80, 86, 89, 90],
+                   help="compute capability, repeatable (default 90: H100/H200)")
+    p.add_argument("--json", help="write the rows here")
+    p.add_argument("--all-bases", action="store_true", help="also every basis / envelope combination")
+    p.add_argument("--check", action="store_true", help="exit 1 if a row does not fit (problems())")
+    a = p.parse_args(argv)
+    import triton
+
+    rows = []
+    for arch in a.arch or [90]:
+        for variant, launch in launches(a.all_bases):
+            rows.append(fit(launch, variant, arch))
+            print(f"compiled {rows[-1]['kernel']} {variant} sm_{arch}: {rows[-1]['compile_s']} s", file=sys.stderr)
+    print(f"triton {triton.__version__}, torch {torch.__version__}")
+    print(table(rows))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 1 if a.check and any(problems(r) for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
