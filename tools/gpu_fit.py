@@ -8,7 +8,9 @@ For each kernel and variant the launchers' own launch tuples are compiled
 ``KERNEL_CONFIGS``' num_warps/num_stages, not a copy) with ``triton.compile`` for ``GPUTarget("cuda", arch,
 32)``, and the PTX is assembled by the ``ptxas`` inside the triton wheel (``ptxas -v``, the flags Triton itself
 uses). Printed and written (JSON: a list of objects with keys ``kernel, variant, arch, regs, spill_bytes,
-shared_bytes, compile_s, tensor_cores`` and a few more): registers per thread, spill bytes (stores + loads),
+shared_bytes, compile_s, tensor_cores`` and a few more; ``same_binary_as`` names an earlier variant that
+compiled to the very same kernel, whose compile time Triton's cache then answers): registers per thread, spill
+bytes (stores + loads),
 static shared memory per block, compile seconds, and whether the PTX has tensor-core instructions (``mma`` /
 ``wgmma``). ``--check`` exits 1 when a row breaks the limits of :func:`problems` (the CI test's criteria).
 
@@ -27,11 +29,7 @@ import sys
 import tempfile
 import time
 
-os.environ.pop("TRITON_INTERPRET", None)          # compile for the GPU, never interpret
-if "TRITON_CACHE_DIR" not in os.environ:           # a fresh cache: compile times are real, not cache hits
-    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpu_fit_cache_")
-
-import torch  # noqa: E402
+import torch
 
 _TYPES = {torch.float32: "fp32", torch.float64: "fp64", torch.bfloat16: "bf16", torch.float16: "fp16",
           torch.int8: "i8", torch.int32: "i32", torch.int64: "i64"}
@@ -153,7 +151,17 @@ def table(rows) -> str:
     return "\n".join(lines)
 
 
+def _compile_environment() -> None:
+    """Compile for the GPU, never interpret (Triton reads TRITON_INTERPRET when the kernels are defined: call
+    before they are imported), with a fresh cache, so compile times are real and not cache hits."""
+    if "triton" in sys.modules and "flashschnet.kernels.cfconv" in sys.modules:
+        raise RuntimeError("gpu_fit: the kernels were imported before the compile environment was set")
+    os.environ.pop("TRITON_INTERPRET", None)
+    os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="gpu_fit_cache_"))
+
+
 def main(argv=None) -> int:
+    _compile_environment()
     p = argparse.ArgumentParser(prog="gpu_fit.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--arch", type=int, action="append", choices=[80, 86, 89, 90],
                    help="compute capability, repeatable (default 90: H100/H200)")
@@ -163,10 +171,17 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     import triton
 
-    rows = []
+    from flashschnet.fused.triton_ops import _kernels
+
+    rows, seen = [], {}
     for arch in a.arch or [90]:
         for variant, launch in launches(a.all_bases):
             rows.append(fit(launch, variant, arch))
+            sig, _ = _signature(getattr(_kernels(), launch[0]), launch[2], launch[3])
+            key = (arch, launch[0], json.dumps(rows[-1]["constexprs"], sort_keys=True), json.dumps(sig))
+            if key in seen:          # the very same binary (Triton's cache answered: compile_s ~ 0)
+                rows[-1]["same_binary_as"] = seen[key]
+            seen.setdefault(key, variant)
             print(f"compiled {rows[-1]['kernel']} {variant} sm_{arch}: {rows[-1]['compile_s']} s", file=sys.stderr)
     print(f"triton {triton.__version__}, torch {torch.__version__}")
     print(table(rows))

@@ -30,6 +30,8 @@ from typing import Optional, Tuple
 
 import torch
 
+from ..nn.quant import dequantize_weight
+
 _BASES = {"gaussian": 0, "expnormal": 1}
 #: matrix-product precision name -> the kernels' ``DOT`` code
 DOTS = {"ieee": 0, "tf32": 1, "bf16": 2, "fp16": 3}
@@ -177,9 +179,10 @@ def plan_basis(offsets, coeffs, basis: str, alpha: float, lower: float, rc_graph
 
 
 def plan_filter(A1, a1, A2, KP: int, dtype, dot: str, A1_scale=None, A2_scale=None) -> FilterPlan:
-    """Padded, transposed weights in the operand type of ``dot`` (a name of :data:`DOTS`, already resolved).
-    Quantized (scales given): ``A1``/``A2`` are 16-bit values kept as they are; unquantized weights are cast
-    to the operand type (16-bit for bf16/fp16 products, else the compute dtype)."""
+    """Padded, transposed weights in the operand type of ``dot`` (a name of :data:`DOTS`, already resolved):
+    16-bit for bf16/fp16 products, else the compute dtype. Quantized (scales given): ``A1``/``A2`` are the 16-bit
+    values; with 16-bit products of their own type (:func:`resolve_dot` refuses the other one) they go to the
+    kernels unchanged with the scales separately, with tf32 / exact products dequantized here."""
     F = int(A1.shape[0])
     K = int(A1.shape[1]) if A1.dim() == 2 else -1
     if A1.dim() != 2 or K > KP or tuple(a1.shape) != (F,) or tuple(A2.shape) != (F, F):
@@ -193,9 +196,13 @@ def plan_filter(A1, a1, A2, KP: int, dtype, dot: str, A1_scale=None, A2_scale=No
             raise ValueError(f"flashschnet: quantized A1/A2 must both be float16 or bfloat16, got {A1.dtype}, {A2.dtype}")
         if tuple(A1_scale.shape) != (F,) or tuple(A2_scale.shape) != (F,):
             raise ValueError(f"flashschnet: A1_scale and A2_scale must have shape [F={F}]")
-        wdtype = A1.dtype
-    else:
-        wdtype = _DOT_DTYPES.get(dot, dtype)
+    wdtype = _DOT_DTYPES.get(dot, dtype)
+    if quant and dot not in _DOT_DTYPES:
+        # tf32 / exact products take the weights in the compute dtype: dequantize here (q * s, as the reference
+        # backend does), and the kernels need no scales -- converting in the kernel would cost registers in every
+        # iteration (and spill: tools/gpu_fit.py)
+        A1, A2 = dequantize_weight(A1, A1_scale, dtype), dequantize_weight(A2, A2_scale, dtype)
+        quant = False
     FP = pow2(F, 32)           # >= 32: the backward kernel works in two halves of >= 16 channels
     dev = A1.device
     A1T = torch.zeros(KP, FP, dtype=wdtype, device=dev)
@@ -326,8 +333,9 @@ def step_launches(F: int = 128, K: int = 50, basis: str = "gaussian", rbf_env: b
                   N: int = 284, device="cpu"):
     """Every launch a float32 step of the triton engine can make on a GPU, for a model of filter width ``F``,
     ``K`` basis functions, that basis and those envelopes: ``[(variant, launch)]`` (``tools/gpu_fit.py``
-    compiles them). Variants: matmul tf32 / bf16 / fp16 with float32 weights, and bf16 / fp16 with
-    channel-wise 16-bit weights (exact products are not launched on a GPU: :func:`exact_on_cuda`)."""
+    compiles them). Variants: matmul tf32 / bf16 / fp16 with float32 weights; channel-wise 16-bit weights with
+    products of their own type (with tf32 they are dequantized first: the tf32 kernels), and exact products are
+    not launched on a GPU (:func:`exact_on_cuda`)."""
     dtype = torch.float32
     bp = plan_basis(torch.linspace(0.0, 10.0, K), -torch.ones(K), basis, 1.0, 0.0, 10.0, 10.0, 10.0, rbf_env,
                     filt_env, dtype, device)
