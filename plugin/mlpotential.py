@@ -16,7 +16,10 @@ Options of ``MLPotential("flashschnet", ...)``:
 * ``precision``: ``"single"`` (default) or ``"double"`` network arithmetic;
 * ``backend``: ``"torch"``, ``"triton"`` or ``"reference"`` (default: triton on CUDA, torch otherwise);
 * ``quantize``: ``"none"`` (default), ``"fp16"``, ``"bf16"``, ``"fp16-cast"``, ``"bf16-cast"``;
-* ``priors``: ``"model"`` (default: the model's own priors), ``None`` (network only), or a prior file path.
+* ``priors``: ``"model"`` (default: the model's own priors), ``None`` (network only), or a prior file path;
+* ``matmul``: the triton backend's product precision, ``"auto"`` (default), ``"ieee"``, ``"tf32"``, ``"bf16"``,
+  ``"fp16"`` (see :class:`flashschnet.CGSchNet`);
+* ``cudaGraph``: ``True`` to replay each network step as a CUDA graph (fused backends on CUDA; default False).
 
 Options of ``createSystem(topology, ...)``: ``replicas`` (default 1), ``positions`` (nm; with them, chains
 also break where a peptide bond is too long, as when mapping a PDB), ``device`` (a torch device for the
@@ -32,16 +35,16 @@ from __future__ import annotations
 
 from openmmml.mlpotential import MLPotentialImpl, MLPotentialImplFactory
 
-_OPTIONS = ("precision", "backend", "quantize", "priors")
+_OPTIONS = ("precision", "backend", "quantize", "priors", "matmul", "cudaGraph")
 
 
 class FlashSchNetPotentialImplFactory(MLPotentialImplFactory):
     """Creates :class:`FlashSchNetPotentialImpl` for ``MLPotential("flashschnet", modelPath=...)``."""
 
     def createImpl(self, name: str, modelPath=None, precision: str = "single", backend=None, quantize: str = "none",
-                   priors="model", **args) -> "FlashSchNetPotentialImpl":
+                   priors="model", matmul: str = "auto", cudaGraph: bool = False, **args) -> "FlashSchNetPotentialImpl":
         return FlashSchNetPotentialImpl(name, modelPath, precision=precision, backend=backend, quantize=quantize,
-                                        priors=priors, **args)
+                                        priors=priors, matmul=matmul, cudaGraph=cudaGraph, **args)
 
 
 class FlashSchNetPotentialImpl(MLPotentialImpl):
@@ -53,12 +56,12 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
         The potential's name (``"flashschnet"``).
     modelPath : str or path-like
         The model file (read with ``weights_only=True``; no code in it runs).
-    precision, backend, quantize, priors
+    precision, backend, quantize, priors, matmul, cudaGraph
         See the module docstring.
     """
 
     def __init__(self, name: str, modelPath, precision: str = "single", backend=None, quantize: str = "none",
-                 priors="model", **args):
+                 priors="model", matmul: str = "auto", cudaGraph: bool = False, **args):
         from flashschnet.errors import InputError
 
         if args:
@@ -72,6 +75,11 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
         from flashschnet.transforms import variant
 
         variant(quantize)   # raises InputError naming the known variants
+        from flashschnet.names import MATMULS
+
+        if matmul not in MATMULS:
+            raise InputError(f"MLPotential({name!r}): matmul must be one of {', '.join(MATMULS)}, got {matmul!r}")
+        self.matmul, self.cuda_graph = matmul, bool(cudaGraph)
         self.name, self.model_path = name, modelPath
         self.precision, self.backend, self.quantize, self.priors = precision, backend, quantize, priors
 
@@ -103,8 +111,8 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
             raise InputError(f"replicas must be a positive integer, got {replicas!r}") from None
         dtype = torch.float64 if self.precision == "double" else torch.float32
         device = self._getTorchDevice(args)
-        model = apply_variant(load_model(self.model_path, backend=self.backend, dtype=dtype, device=device),
-                              self.quantize)
+        model = apply_variant(load_model(self.model_path, backend=self.backend, dtype=dtype, device=device,
+                                         matmul=self.matmul, cuda_graph=self.cuda_graph), self.quantize)
         mapping = model.config.get("cg_mapping") or "5bead"
         mol = cg_molecule_from_topology(topology, positions=positions, replicas=replicas, mapping=mapping)
         if mol.n_beads * replicas != n_particles:

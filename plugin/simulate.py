@@ -39,7 +39,7 @@ from ..cg.mapping import map_pdb
 from ..checkpoint import load_model
 from ..errors import InputError
 from ..limits import check_replicas
-from ..names import NETWORK_FORCES, ON_BLOWUP, PRECISIONS
+from ..names import MATMULS, NETWORK_FORCES, ON_BLOWUP, PRECISIONS
 from ..transforms import apply_variant, describe, variant
 from .energies import ReplicaEnergies
 from .force import OpenMMNetwork, network_module
@@ -50,10 +50,10 @@ from .topology import cg_topology, write_cg_pdb
 #: settings that a resumed run must share with the run it continues
 _FIXED_ON_RESUME = ("pdb", "model", "replicas", "dt_fs", "temperature_K", "friction_per_ps", "report_interval",
                     "checkpoint_interval", "mapping", "platform", "precision", "priors", "backend", "seed", "quantize",
-                    "on_blowup")
+                    "on_blowup", "matmul")
 
 #: run.json files written before a setting existed resume with its default
-_DEFAULTS_OF_NEWER_KEYS = {"quantize": "none", "on_blowup": "stop"}
+_DEFAULTS_OF_NEWER_KEYS = {"quantize": "none", "on_blowup": "stop", "matmul": "auto"}
 
 
 @dataclass
@@ -81,6 +81,8 @@ class RunSettings:
     threads: Optional[int] = None
     max_force: float = 1.0e5                       # kJ/mol/nm
     on_blowup: str = "stop"                        # stop | drop (a replica that blows up)
+    matmul: str = "auto"                           # triton backend's product precision (names.MATMULS)
+    cuda_graph: bool = False                       # replay each network step as a CUDA graph (speed only)
 
     def validate(self) -> None:
         check_run_settings(self, max_dt_fs=50.0)
@@ -95,6 +97,8 @@ class RunSettings:
             raise InputError(f"--precision must be {' or '.join(PRECISIONS)}, got {self.precision!r}")
         if self.on_blowup not in ON_BLOWUP:
             raise InputError(f"--on-blowup must be {' or '.join(ON_BLOWUP)}, got {self.on_blowup!r}")
+        if self.matmul not in MATMULS:
+            raise InputError(f"--matmul must be one of {', '.join(MATMULS)}, got {self.matmul!r}")
 
 
 def _load_priors(path: str):
@@ -145,7 +149,8 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     # 1. model, 2. CG mapping of the PDB ----------------------------------------------------------------
     dtype = getattr(torch, PRECISIONS[s.precision])
     device = "cuda" if s.platform == "CUDA" and torch.cuda.is_available() else "cpu"
-    model = apply_variant(load_model(s.model, backend=s.backend, dtype=dtype, device=device), s.quantize)
+    model = apply_variant(load_model(s.model, backend=s.backend, dtype=dtype, device=device, matmul=s.matmul,
+                                     cuda_graph=bool(s.cuda_graph)), s.quantize)
     mapping = s.mapping or model.config.get("cg_mapping") or "5bead"
     s.mapping = mapping
     mol = map_pdb(s.pdb, mapping=mapping)

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from flashschnet.names import NETWORK_FORCES, PRECISIONS, VARIANTS
+from flashschnet.names import MATMULS, NETWORK_FORCES, PRECISIONS, VARIANTS
 
 from ._cli import THREADS, backend_list, check_output_file, float_type, int_type, name_list
 
@@ -72,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"comma-separated 16-bit weight variants to run with every backend: {', '.join(VARIANTS)} "
                         "(default none)")
     p.add_argument("--device", choices=["cpu", "cuda"], default=None, help="default cuda if available, else cpu")
+    p.add_argument("--matmul", choices=list(MATMULS), default="auto",
+                   help="precision of the triton backend's filter-network products (default auto: tf32 for float32 "
+                        "weights, the weights' own type when quantized)")
+    p.add_argument("--cuda-graph", action="store_true", help="replay each call of the fused backends on CUDA as a "
+                                                             "CUDA graph")
     p.add_argument("--dtype", choices=list(PRECISIONS.values()), default="float32",
                    help="network dtype (default float32)")
     p.add_argument("--repeats", type=int_type(1), default=5, help="timed calls per configuration (default 5)")
@@ -179,10 +184,11 @@ def _benchmark(args, argv, pdb: Path) -> int:
         "repeats": args.repeats, "warmup": args.warmup, "openmm_steps": args.openmm_steps,
         "openmm_replicas": args.openmm_replicas, "openmm_force": args.openmm_force, "threads": threads,
         "max_memory_gb": args.max_memory_gb, "timestep_fs": 4.0, "displacement_angstrom": DISPLACEMENT_A,
+        "matmul": args.matmul, "cuda_graph": bool(args.cuda_graph),
         "seed": SEED, "command": f"{PROG} " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
     base_cfg = {"pdb": str(pdb), "model": str(model) if model is not None else None, "device": device,
-                "dtype": args.dtype, "threads": threads}
+                "dtype": args.dtype, "threads": threads, "matmul": args.matmul, "cuda_graph": bool(args.cuda_graph)}
     report: Dict[str, Any] = {"machine": machine_info(device, threads), "settings": settings,
                               "results": [], "ratios": [], "openmm": []}
     t_start = time.perf_counter()

@@ -3,7 +3,7 @@
     flashschnet-simulate PDB --model MODEL --steps N --out DIR [--replicas R] [--platform CPU] [--seed S]
                          [--dt 4] [--temperature 300] [--report-interval 1000] [--resume]
                          [--backend torch|triton|reference] [--quantize none|fp16|bf16|fp16-cast|bf16-cast]
-                         [--on-blowup stop|drop]
+                         [--matmul auto|ieee|tf32|bf16|fp16] [--cuda-graph] [--on-blowup stop|drop]
 
 Exit status: 0 done, 2 bad input (one-line message), 3 the simulation blew up (the last good checkpoint is
 kept; the message names step, replica and bead), or with ``--on-blowup drop`` every replica was dropped.
@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from flashschnet.names import BACKENDS, MAPPINGS, NETWORK_FORCES, ON_BLOWUP, PRECISIONS, VARIANTS
+from flashschnet.names import BACKENDS, MAPPINGS, MATMULS, NETWORK_FORCES, ON_BLOWUP, PRECISIONS, VARIANTS
 
 from ._cli import add_run_arguments, finish
 
@@ -39,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="store the filter- and output-network weights in 16 bits: fp16/bf16 with one float32 scale "
                         "per output channel, or the plain cast (-cast); fp32 accumulation (default none; see "
                         "docs/quantization.md)")
+    p.add_argument("--matmul", choices=list(MATMULS), default="auto",
+                   help="precision of the triton backend's filter-network products: auto (tf32 for float32 weights, "
+                        "the weights' own type for --quantize fp16/bf16, exact for double), ieee (exact; the torch "
+                        "backend's engine on a GPU), tf32, bf16, fp16 (default auto; other backends are exact)")
+    p.add_argument("--cuda-graph", action="store_true",
+                   help="replay each network step as a CUDA graph (fused backends on CUDA; speed only)")
     p.add_argument("--network-force", choices=NETWORK_FORCES, default="torch",
                    help="how OpenMM calls the network: torch (openmm-torch TorchForce, default) or python "
                         "(openmm.PythonForce, no openmm-torch needed)")
@@ -61,7 +67,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         friction_per_ps=args.friction, report_interval=args.report_interval,
         checkpoint_interval=args.checkpoint_interval, mapping=args.mapping, priors=args.priors,
         precision=args.precision, backend=args.backend, quantize=args.quantize, network_force=args.network_force,
-        threads=args.threads, max_force=args.max_force, on_blowup=args.on_blowup,
+        threads=args.threads, max_force=args.max_force, on_blowup=args.on_blowup, matmul=args.matmul,
+        cuda_graph=args.cuda_graph,
     )
     return finish("flashschnet-simulate", lambda echo: run(settings, resume=args.resume, progress=not args.quiet,
                                                           echo=echo),

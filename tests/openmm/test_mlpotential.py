@@ -97,6 +97,24 @@ def test_priors_option(mol, tmp_path):
     assert e_none == e_net
 
 
+def test_matmul_and_cuda_graph_options_reach_the_network(mol, monkeypatch):
+    """matmul / cudaGraph are passed on to the model the network force runs."""
+    import flashschnet.checkpoint as ckpt
+
+    seen = {}
+    original = ckpt.load_model
+
+    def recording(*a, **kw):
+        seen.update(kw)
+        return original(*a, **kw)
+
+    monkeypatch.setattr(ckpt, "load_model", recording)
+    pot = MLPotential("flashschnet", modelPath=MODEL, backend="torch", matmul="bf16", cudaGraph=True)
+    system = pot.createSystem(cg_topology(mol))
+    assert seen["matmul"] == "bf16" and seen["cuda_graph"] is True
+    assert system.getNumParticles() == mol.n_beads
+
+
 def test_converted_transferable_mlcg_model_matches_mlcg(tmp_path):
     """The real mlcg file (tests/data/oracles/real/), converted, through OpenMM-ML on the CG topology of
     chignolin: energies and forces equal mlcg's own."""
@@ -149,6 +167,7 @@ def test_bad_topologies_and_options_are_one_line_errors(mol, make, kwargs, messa
     ({}, "needs modelPath="),
     ({"modelPath": MODEL, "precision": "half"}, "precision must be"),
     ({"modelPath": MODEL, "quantize": "int4"}, "int4"),
+    ({"modelPath": MODEL, "matmul": "int8"}, "matmul must be one of"),
     ({"modelPath": MODEL, "temperature": 300}, "unknown option(s) temperature"),
 ])
 def test_bad_potential_options(kwargs, message):

@@ -43,6 +43,7 @@ def test_tiny_run_writes_json_and_table(tmp_path, capsys):
     assert m["threads"] == 1 and m["device"] == "cpu"
     s = report["settings"]
     assert s["replicas"] == [1, 2] and s["backends"] == ["reference", "torch"] and s["repeats"] == 1
+    assert s["matmul"] == "auto" and s["cuda_graph"] is False
     assert s["n_beads"] > 0
 
     results = {(r["backend"], r["replicas"]): r for r in report["results"]}

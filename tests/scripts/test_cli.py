@@ -179,3 +179,19 @@ def test_quantized_run_records_the_variant_and_resumes_only_with_it(tmp_path, ca
     rc = main([PDB, "--model", MODEL, "--steps", "20", "--out", str(out), "--report-interval", "10", "--quiet",
                "--resume", "--quantize", "bf16"])
     assert rc == 2 and "quantize" in capsys.readouterr().err
+
+
+def test_matmul_is_recorded_and_resumes_only_with_it(tmp_path, capsys):
+    """--matmul (the triton backend's product precision; the torch backend here computes exactly anyway) is a
+    setting of the run: recorded in run.json, and a resume with another one is refused. --cuda-graph is speed
+    only (a no-op on the CPU) and may change on resume."""
+    rc, out = _run(tmp_path, "m", "--matmul", "bf16", "--cuda-graph", steps=10)
+    assert rc == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["matmul"] == "bf16" and run["cuda_graph"] is True
+    rc = main([PDB, "--model", MODEL, "--steps", "20", "--out", str(out), "--report-interval", "10", "--quiet",
+               "--resume", "--matmul", "fp16"])
+    assert rc == 2 and "matmul" in capsys.readouterr().err
+    rc = main([PDB, "--model", MODEL, "--steps", "20", "--out", str(out), "--report-interval", "10", "--quiet",
+               "--resume", "--matmul", "bf16"])
+    assert rc == 0
