@@ -5,7 +5,8 @@ Everything that does not change from step to step is built once, when the engine
 positions of a shape: the padded, transposed filter weights in the operand type of the matrix-product
 precision, the basis and scalar tensors, and a :class:`~flashschnet.fused.triton_ops.Workspace` of persistent
 buffers. A step then launches, per call: one tile-flag kernel (each replica's tile-pair flags are rebuilt on the
-device only when one of its beads moved more than half the Verlet skin), and per interaction block a forward
+device only when one of its beads moved more than half the Verlet skin; PyTorch ops on the device beyond 128
+tiles), and per interaction block a forward
 kernel + reduction and a backward kernel (feature and position gradients together, each filter evaluated once)
 + two reductions. Nothing is allocated by the engine and nothing is read back to the host, so the step can be
 captured in a CUDA graph (:mod:`flashschnet.fused.graph`).

@@ -298,3 +298,26 @@ def test_flash_rbf_matches_model_basis_modules(kind, lower):
     src, dst = torch.arange(0, 11), torch.arange(1, 12)
     d, e = flash_rbf(pos, src, dst, offsets, coeffs, rc, kind, alpha, False, lower)
     close(e, mod(d), torch.float64)
+
+
+def test_flags_of_many_tiles_by_torch_ops_equal_the_kernel():
+    """Above MAX_FLAG_KERNEL_TILES the flags are built by PyTorch ops with the same decisions: same flags as the
+    kernel and the reference, the same per-replica staleness (NaN included), the same build counts."""
+    pos = chain(2, 70, torch.float64, step=3.0, seed=9)
+    ws_k = flash.Workspace(2, 70, 4, torch.float64, pos.device)
+    ws_t = flash.Workspace(2, 70, 4, torch.float64, pos.device)
+    moved = pos.clone()
+    moved[1, 4, 2] += 1.3
+    nan = moved.clone()
+    nan[0, 9, 0] = float("nan")
+    for p in (pos, pos + 0.2, moved, nan):
+        flash.update_tiles(ws_k, p, 6.0, 2.0)
+        flash.update_tiles_torch(ws_t, p, 6.0, 2.0)
+        assert torch.equal(ws_k.flags, ws_t.flags)
+        assert torch.equal(ws_k.builds, ws_t.builds)
+    assert ws_t.builds.tolist() == [2, 2]
+    big = chain(1, 16 * (flash.MAX_FLAG_KERNEL_TILES + 2) - 5, torch.float64, seed=3)
+    got = flash.tile_flags(big, 10.0)                     # takes the torch path (more tiles than the kernel's cap)
+    T = flash.MAX_FLAG_KERNEL_TILES + 2
+    assert got.shape == (1, T * (T + 1) // 2) and 0 < int(got.sum()) < got.numel()
+    assert torch.equal(got, ref.tile_flags_ref(big, 10.0, flash.BLOCK))
