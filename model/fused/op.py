@@ -55,15 +55,30 @@ def _engine(backend: str, params, ints, floats, positions):
 
                 eng = TritonTileEngine(basis, filters, skin=skin, dot=matmul)
             eng.node_weights = weights       # cached: the output network is dequantized once, not per step
-            eng.graphed = None
-            if cuda_graph and positions.is_cuda:
-                eng.graphed = GraphedStep(lambda p, t, e=eng: energy_forces_fused(e.node_weights, p, t, e))
+            eng.graphed = _graphed(eng, cuda_graph and positions.is_cuda)
             eng.pinned_weights = list(params)
             eng.lock = threading.Lock()          # one call at a time: the engine holds that call's pair list
             if len(_ENGINES) >= _MAX_ENGINES:
                 _ENGINES.pop(next(iter(_ENGINES)))
             _ENGINES[key] = eng
     return eng
+
+
+def _graphed(eng, wanted: bool):
+    """A :class:`GraphedStep` around ``eng``'s step when a CUDA graph is ``wanted`` and the engine's step never
+    synchronises (the triton engine); else None -- with a one-line note when it was wanted: the torch backend's
+    engine reads its pair-list sizes back to the host, which a graph cannot capture."""
+    from .triton_engine import TritonTileEngine
+
+    if not wanted:
+        return None
+    if not isinstance(eng, TritonTileEngine):
+        if "graph" not in _NOTED:
+            _NOTED.add("graph")
+            _log.warning("flashschnet: cuda_graph is ignored by the torch backend's engine (its step reads pair-list "
+                         "sizes back to the host); it applies to the triton backend's tensor-core kernels")
+        return None
+    return GraphedStep(lambda p, t, e=eng: energy_forces_fused(e.node_weights, p, t, e))
 
 
 def _exact_on_cuda(matmul: str, dtype: torch.dtype, filters) -> bool:
