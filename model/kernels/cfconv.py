@@ -119,17 +119,18 @@ def _load_beads(pos_ptr, r, b0, N, n: tl.constexpr):
 
 
 @triton.jit
-def _load_feat(ptr, r, b, v, N, F: tl.constexpr, FP: tl.constexpr):
-    """Feature rows [n, FP] of beads ``b`` (zero where not ``v`` or in the padding channels)."""
-    f = tl.arange(0, FP)
+def _load_feat(ptr, r, b, v, N, F: tl.constexpr, C0: tl.constexpr, FC: tl.constexpr):
+    """Channels ``C0 .. C0+FC-1`` of the feature rows of beads ``b`` [n, FC] (zero where not ``v`` or in the
+    padding channels)."""
+    f = C0 + tl.arange(0, FC)
     off = (r.to(tl.int64) * N + b)[:, None] * F + f[None, :]
     return tl.load(ptr + off, mask=v[:, None] & (f < F)[None, :], other=0.0)
 
 
 @triton.jit
-def _load_row(ptr, r, j, vj, N, F: tl.constexpr, FP: tl.constexpr):
-    """Feature row [FP] of bead ``j``."""
-    f = tl.arange(0, FP)
+def _load_row(ptr, r, j, vj, N, F: tl.constexpr, C0: tl.constexpr, FC: tl.constexpr):
+    """Channels ``C0 .. C0+FC-1`` of the feature row of bead ``j`` [FC]."""
+    f = C0 + tl.arange(0, FC)
     return tl.load(ptr + (r.to(tl.int64) * N + j) * F + f, mask=(f < F) & vj, other=0.0)
 
 
@@ -152,15 +153,12 @@ def _column_geometry(pos_ptr, r, j, N, xi, yi, zi, bi, vi, rc_graph):
 
 
 @triton.jit
-def _first_layer(d, mu, cf, alpha, lower, rc_rbf, A1T, a1, s1, BASIS: tl.constexpr, RBF_ENV: tl.constexpr,
-                 QUANT: tl.constexpr, DOT: tl.constexpr, EMU: tl.constexpr):
-    """Basis ``e``, ``de/dd`` [B, KP] and ``s = tanh(e A1^T + a1)`` [B, FP] of distances ``d`` [B]."""
-    e, de = _basis(d, mu, cf, alpha, lower, rc_rbf, BASIS, RBF_ENV)
+def _first_layer(e, A1T, a1, s1, QUANT: tl.constexpr, DOT: tl.constexpr, EMU: tl.constexpr):
+    """``s = tanh(e A1^T + a1)`` [B, FC] of the basis ``e`` [B, KP] (FC: the columns of ``A1T`` given)."""
     u = _dot(e, A1T, DOT, EMU)
     if QUANT:
         u = u * s1[None, :]
-    s = _tanh(u.to(e.dtype) + a1[None, :])
-    return e, de, s
+    return _tanh(u.to(e.dtype) + a1[None, :])
 
 
 @triton.jit
@@ -213,7 +211,7 @@ def _cfconv_fwd_kernel(pos_ptr, h_ptr, flags_ptr, rowbuf_ptr, colbuf_ptr,
     mu, cf, rc_graph, rc_rbf, rc_f, alpha, lower = _load_basis(mu_ptr, cf_ptr, scal_ptr, kk)
 
     bi, vi, xi, yi, zi = _load_beads(pos_ptr, r, I * B, N, B)
-    hI = _load_feat(h_ptr, r, bi, vi, N, F, FP)
+    hI = _load_feat(h_ptr, r, bi, vi, N, F, 0, FP)
     acc = tl.zeros((B, FP), dtype=hI.dtype)
     fm = ff < F
     slot, offrow = _slot_rows(r, I, T, S, SO)
@@ -222,9 +220,9 @@ def _cfconv_fwd_kernel(pos_ptr, h_ptr, flags_ptr, rowbuf_ptr, colbuf_ptr,
             for jj in range(0, tl.minimum(N - J * B, B)):     # the real beads of tile J (a runtime bound)
                 j = J * B + jj
                 dx, dy, dz, d, mask, vj = _column_geometry(pos_ptr, r, j, N, xi, yi, zi, bi, vi, rc_graph)
-                hj = _load_row(h_ptr, r, j, vj, N, F, FP)
-                e, de, s = _first_layer(d, mu, cf, alpha, lower, rc_rbf, A1T, a1, s1, BASIS, RBF_ENV, QUANT, DOT,
-                                        EMU)
+                hj = _load_row(h_ptr, r, j, vj, N, F, 0, FP)
+                e, de = _basis(d, mu, cf, alpha, lower, rc_rbf, BASIS, RBF_ENV)
+                s = _first_layer(e, A1T, a1, s1, QUANT, DOT, EMU)
                 y = _second_layer(s, A2T, s2, QUANT, DOT, EMU)
                 cfv, dcf = _cosine_env(d, rc_f, FILT_ENV)
                 W = tl.where(mask[:, None], y * cfv[:, None], 0.0)             # [B, FP]
@@ -238,23 +236,11 @@ def _cfconv_fwd_kernel(pos_ptr, h_ptr, flags_ptr, rowbuf_ptr, colbuf_ptr,
 
 
 @triton.jit
-def _load_feat_half(ptr, r, b, v, N, F: tl.constexpr, C0: tl.constexpr, FC: tl.constexpr):
-    """Channels ``C0 .. C0+FC-1`` of the feature rows of beads ``b`` [n, FC]."""
-    f = C0 + tl.arange(0, FC)
-    off = (r.to(tl.int64) * N + b)[:, None] * F + f[None, :]
-    return tl.load(ptr + off, mask=v[:, None] & (f < F)[None, :], other=0.0)
-
-
-@triton.jit
-def _load_row_half(ptr, r, j, vj, N, F: tl.constexpr, C0: tl.constexpr, FC: tl.constexpr):
-    f = C0 + tl.arange(0, FC)
-    return tl.load(ptr + (r.to(tl.int64) * N + j) * F + f, mask=(f < F) & vj, other=0.0)
-
-
-@triton.jit
 def _first_half(e, den, A1T_c, a1_c, s1_c, QUANT: tl.constexpr, DOT: tl.constexpr, EMU: tl.constexpr):
     """Half of the first layer's output channels: ``s = tanh(e A1^T + a1)`` [B, FC] and its tangent
     ``ds = (1 - s^2) (de A1^T)`` (``den`` = ``de``, or ``de`` scaled per pair for float16)."""
+    # not _first_layer then a product: the two products with A1T_c back to back keep the tf32 backward's
+    # registers in budget (the other order spills up to 60 bytes: tools/gpu_fit.py)
     u = _dot(e, A1T_c, DOT, EMU)
     ds = _dot(den, A1T_c, DOT, EMU)
     if QUANT:
@@ -326,10 +312,10 @@ def _cfconv_bwd_kernel(pos_ptr, h_ptr, gm_ptr, flags_ptr, rowbuf_ptr, colbuf_ptr
     mu, cf, rc_graph, rc_rbf, rc_f, alpha, lower = _load_basis(mu_ptr, cf_ptr, scal_ptr, kk)
 
     bi, vi, xi, yi, zi = _load_beads(pos_ptr, r, I * B, N, B)
-    hI_lo = _load_feat_half(h_ptr, r, bi, vi, N, F, 0, FC)
-    hI_hi = _load_feat_half(h_ptr, r, bi, vi, N, F, FC, FC)
-    gI_lo = _load_feat_half(gm_ptr, r, bi, vi, N, F, 0, FC)
-    gI_hi = _load_feat_half(gm_ptr, r, bi, vi, N, F, FC, FC)
+    hI_lo = _load_feat(h_ptr, r, bi, vi, N, F, 0, FC)
+    hI_hi = _load_feat(h_ptr, r, bi, vi, N, F, FC, FC)
+    gI_lo = _load_feat(gm_ptr, r, bi, vi, N, F, 0, FC)
+    gI_hi = _load_feat(gm_ptr, r, bi, vi, N, F, FC, FC)
     acc_lo = tl.zeros((B, FC), dtype=hI_lo.dtype)
     acc_hi = tl.zeros((B, FC), dtype=hI_lo.dtype)
     ax = tl.zeros((B,), dtype=xi.dtype)
@@ -357,13 +343,13 @@ def _cfconv_bwd_kernel(pos_ptr, h_ptr, gm_ptr, flags_ptr, rowbuf_ptr, colbuf_ptr
                 s_c, ds_c = _first_half(e, den, A1T_hi, a1_hi, s1_hi, QUANT, DOT, EMU)
                 p_lo, p_hi, pd_lo, pd_hi = _second_from_half(s_c, ds_c, A2T_hl, A2T_hh, DOT, EMU)
                 cfv, dcf = _cosine_env(d, rc_f, FILT_ENV)
-                hj = _load_row_half(h_ptr, r, j, vj, N, F, 0, FC)
-                gj = _load_row_half(gm_ptr, r, j, vj, N, F, 0, FC)
+                hj = _load_row(h_ptr, r, j, vj, N, F, 0, FC)
+                gj = _load_row(gm_ptr, r, j, vj, N, F, 0, FC)
                 row_lo, dd_lo, col_lo = _bwd_half(y_lo + p_lo, yd_lo + pd_lo, s2_lo, dmax, cfv, dcf, mask, hI_lo,
                                                   gI_lo, hj, gj, QUANT, DOT)
                 acc_lo += row_lo
-                hj = _load_row_half(h_ptr, r, j, vj, N, F, FC, FC)
-                gj = _load_row_half(gm_ptr, r, j, vj, N, F, FC, FC)
+                hj = _load_row(h_ptr, r, j, vj, N, F, FC, FC)
+                gj = _load_row(gm_ptr, r, j, vj, N, F, FC, FC)
                 row_hi, dd_hi, col_hi = _bwd_half(y_hi + p_hi, yd_hi + pd_hi, s2_hi, dmax, cfv, dcf, mask, hI_hi,
                                                   gI_hi, hj, gj, QUANT, DOT)
                 acc_hi += row_hi

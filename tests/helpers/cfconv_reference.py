@@ -73,7 +73,7 @@ def _dense_pairs(pos: torch.Tensor, rc_graph: float):
     return r * N + i, r * N + j
 
 
-def _weights(A, scale, dt, dot):
+def _weights(A, scale, dt):
     """The weight matrix as the products see it: quantized -> the 16-bit values (the scale is applied to
     the product's output, as the kernels do); else the weight itself."""
     if scale is None:
@@ -89,8 +89,8 @@ def _aggregate(pos, h, A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basi
     d = (p[src] - p[dst]).norm(dim=-1)
     e = _basis(d, offsets, coeffs, rc_rbf, basis, alpha, rbf_env, lower)
     dt = pos.dtype
-    W1, s1 = _weights(A1, A1_scale, dt, dot)
-    W2, s2 = _weights(A2, A2_scale, dt, dot)
+    W1, s1 = _weights(A1, A1_scale, dt)
+    W2, s2 = _weights(A2, A2_scale, dt)
     u = matmul(e, W1.T, dot)
     if s1 is not None:
         u = u * s1
