@@ -7,9 +7,9 @@ from . import fused  # noqa: F401  (registers the flashschnet::energy_forces op 
 from .checkpoint import load_model, save_checkpoint
 from .loaded import LoadedModel
 from .nn.schnet import CGSchNet
-from .transforms import quantize
+from .transforms import compress, quantize
 from .cg import map_pdb
 
 __all__ = ["CGSchNet", "FlashSchNetError", "InputError", "LoadedModel", "SimulationInstabilityError", "load_model",
-           "map_pdb", "quantize", "save_checkpoint"]
+           "map_pdb", "compress", "quantize", "save_checkpoint"]
 __version__ = "0.1.0"

@@ -11,6 +11,9 @@ Our checkpoint is a dict of plain data::
 
 A quantized model (:func:`flashschnet.quantize`) has ``config["quantization"] = {"dtype", "per_channel"}`` and
 stores each 16-bit weight as ``<layer>.weight_q`` (float16/bfloat16) + ``<layer>.weight_scale`` (float32).
+A compressed model (:func:`flashschnet.compress`) has ``config["compression"] = {"kind", "knots", "dtype"}`` and
+stores each block's filter table as ``<block>.conv.filter_network.table`` (in the config's dtype) + ``.scale``
+(float32).
 
 An *mlcg export* is the dict layout of ``../shared/oracles/mlcg/mlcg_schnet_A.pt`` (``hyperparameters`` as
 written by mlcg's constructor arguments, ``state_dict`` with mlcg's key names, optional ``model.`` prefix
@@ -148,6 +151,9 @@ def build_model(ckpt: Dict[str, Any], path: str = "<checkpoint>", backend: Optio
             raise InputError(f"{path}: weight {k} holds NaN or infinite values")
         if k.endswith(".weight_q") and sd[k].dtype != v.dtype:
             raise InputError(f"{path}: quantized weight {k} is stored as {sd[k].dtype}, the config says {v.dtype}")
+        if k.endswith(".table") and sd[k].dtype != v.dtype:
+            raise InputError(f"{path}: filter table {k} is stored as {sd[k].dtype}, the config's compression says "
+                             f"{v.dtype}")
     model.load_state_dict({k: sd[k].to(v.dtype) if v.is_floating_point() else sd[k] for k, v in own.items()})
     return model.to(device=device, dtype=dtype).eval()
 

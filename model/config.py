@@ -10,6 +10,7 @@ from typing import Any, Dict
 
 from .errors import InputError
 from .nn.quant import normalize_quantization
+from .nn.table import normalize_compression
 
 #: the units of mlcg's CG models (and the default of a new model): lengths in Angstrom, energies in kcal/mol
 DEFAULT_UNITS = {"length": "angstrom", "energy": "kcal/mol"}
@@ -38,7 +39,9 @@ def normalize_config(config: Dict[str, Any]) -> Dict[str, Any]:
     ``rbf`` = {kind: "gaussian"|"expnormal", num_rbf K, cutoff: {kind: "cosine"|"identity", cutoff_lower,
     cutoff_upper}}, ``cutoff`` = the filter envelope {kind, cutoff_lower, cutoff_upper}, ``cg_mapping``
     ("5bead", "ca" or None), ``quantization`` (None or ``{"dtype": "float16"|"bfloat16", "per_channel":
-    bool}``, see :mod:`flashschnet.nn.quant`). Lengths in the model's length unit.
+    bool}``, see :mod:`flashschnet.nn.quant`), ``compression`` (None or ``{"kind": "quintic"|"cubic", "knots": n,
+    "dtype": "float32"|"float64"|"float16"|"bfloat16"}``, see :mod:`flashschnet.nn.table`). Lengths in the
+    model's length unit.
     """
     required = ["hidden_channels", "num_filters", "num_interactions", "embedding_size", "rbf", "cutoff"]
     missing = [k for k in required if k not in config]
@@ -49,6 +52,7 @@ def normalize_config(config: Dict[str, Any]) -> Dict[str, Any]:
     cfg.setdefault("activation", "tanh")
     cfg.setdefault("cg_mapping", None)
     cfg["quantization"] = normalize_quantization(cfg.get("quantization"))
+    cfg["compression"] = normalize_compression(cfg.get("compression"))
     rbf = dict(cfg["rbf"])
     rbf.setdefault("kind", "gaussian")
     rbf["cutoff"] = dict(rbf["cutoff"])

@@ -23,6 +23,12 @@ VARIANTS = {
     "bf16-cast": ("bfloat16", False),
 }
 
+#: filter compression by table dtype ("none": the exact filter networks; :func:`flashschnet.compress`)
+COMPRESSIONS = ("none", "float32", "float16", "bfloat16")
+#: knots per filter table unless given (docs/compression.md: the float32 tables' force error is ~5e-7 relative
+#: RMS on the oracle frames with these, inside the 1e-5 bound with a margin)
+DEFAULT_KNOTS = 256
+
 #: matrix-product precision of the triton backend's filter network -> description
 #: (:func:`flashschnet.fused.triton_ops.resolve_dot`; the packed layout stores the position in this table)
 MATMULS = {

@@ -1,6 +1,7 @@
 """Model-level transforms: a model in, a new model out (the input is never modified).
 
 * :func:`quantize` -- channel-wise 16-bit filter- and output-network weights (:mod:`flashschnet.nn.quant`);
+* :func:`compress` -- every block's filter network replaced by a table of the distance (:mod:`flashschnet.nn.table`);
 * :func:`apply_variant` -- the same by the variant names of the command-line tools
   (:data:`flashschnet.names.VARIANTS`).
 """
@@ -12,9 +13,18 @@ import torch
 
 from .errors import InputError
 from .loaded import LoadedModel
-from .names import VARIANTS
+from .names import COMPRESSIONS, DEFAULT_KNOTS, VARIANTS
 from .nn.quant import QuantLinear, dtype_name
 from .nn.schnet import CGSchNet
+from .nn.table import ORDERS, TABLE_DTYPES, encode, knot_data, table_end, table_lookup
+
+#: the interpolant of :func:`compress` unless given (docs/compression.md: quintic beats cubic at equal bytes)
+DEFAULT_KIND = "quintic"
+#: the largest relative RMS error of a table's filter or filter derivative :func:`compress` accepts, per
+#: table dtype (16-bit tables are limited by their own rounding: 2^-11 float16, 2^-8 bfloat16)
+TOLERANCE = {"float64": 1e-5, "float32": 1e-5, "float16": 1e-2, "bfloat16": 5e-2}
+#: check points per interval where the table is compared with the exact network
+_CHECK_T = (0.125, 0.375, 0.625, 0.875)
 
 
 def quantize(model, dtype=torch.float16, per_channel: bool = True):
@@ -82,3 +92,140 @@ def describe(config: Dict[str, object]) -> str:
     if not q:
         return "none"
     return f"{q['dtype']}, {'per-channel scales' if q['per_channel'] else 'plain cast (no scales)'}"
+
+
+def filter_function(model: CGSchNet, block):
+    """The exact filter of a block as a function of distances [P] -> [P, F] (the reference modules)."""
+    def fn(r: torch.Tensor) -> torch.Tensor:
+        return block.conv.filter_network(model.rbf_layer(r)) * model.cutoff(r).unsqueeze(-1)
+    return fn
+
+
+def table_errors(model: CGSchNet, tables, r_end: float):
+    """Per block ``(W error, dW/dr error)``: relative RMS over the check points of every interval (float64;
+    RMS of the difference over RMS of the exact value) of the tables ``[(table, scale)]`` against ``model``'s
+    exact filters."""
+    n = tables[0][0].shape[0]
+    h = r_end / (n - 1)
+    t = torch.tensor(_CHECK_T, dtype=torch.float64)
+    r = ((torch.arange(n - 1, dtype=torch.float64).unsqueeze(1) + t) * h).reshape(-1)
+    out = []
+    for block, (table, scale) in zip(model.interaction_blocks, tables):
+        exact = knot_data(filter_function(model, block), r, 2)
+        W, dW = table_lookup(r, table, scale, r_end)
+        rms = lambda x: float(x.pow(2).mean().sqrt())
+        out.append((rms(W - exact[:, 0]) / max(rms(exact[:, 0]), 1e-300),
+                    rms(dW - exact[:, 1]) / max(rms(exact[:, 1]), 1e-300)))
+    return out
+
+
+def compress(model, knots: Optional[int] = None, dtype="float32", kind: str = DEFAULT_KIND,
+             tolerance: Optional[float] = None):
+    """A copy of a model whose filter networks are tables of the pair distance (filter compression).
+
+    Parameters
+    ----------
+    model : LoadedModel or CGSchNet
+        Not compressed yet (float32 or float64; quantized filter weights are tabulated as dequantized). It is
+        not modified.
+    knots : int or None
+        Knots per table, uniform on ``[0, r_end]`` (:func:`flashschnet.nn.table.table_end`); default
+        :data:`DEFAULT_KNOTS`.
+    dtype : str or torch.dtype
+        Table storage: "float32" (default), "float64", or "float16"/"bfloat16" (one float32 scale per channel
+        and derivative order).
+    kind : str
+        "quintic" (default; value, first and second derivatives at the knots) or "cubic" (value and first).
+    tolerance : float or None
+        The largest relative RMS error of a block's filter or its derivative (on 4 check points per interval
+        over the whole table) that is accepted; default :data:`TOLERANCE` for the dtype.
+
+    Returns
+    -------
+    LoadedModel or CGSchNet (as given)
+        Same backend, skin, matmul, cuda_graph, dtype, device and non-filter weights (bitwise);
+        ``config["compression"]`` records the table, so :func:`flashschnet.save_checkpoint` /
+        :func:`flashschnet.load_model` round-trip it.
+
+    Raises
+    ------
+    InputError
+        An already compressed model, a bad ``knots``/``dtype``/``kind``, or tables that miss the tolerance
+        (the message names the block, the error and what to do).
+    """
+    if isinstance(model, LoadedModel):
+        return model.with_network(compress(model.network, knots, dtype, kind, tolerance))
+    if not isinstance(model, CGSchNet):
+        raise TypeError(f"compress expects a flashschnet LoadedModel or CGSchNet (whose filters are functions of the "
+                        f"pair distance alone), got {type(model).__name__}")
+    cfg = model.config
+    if cfg.get("compression"):
+        raise InputError(f"the model is already compressed ({cfg['compression']}); compress the exact model")
+    knots = DEFAULT_KNOTS if knots is None else knots
+    if isinstance(knots, bool) or not isinstance(knots, int) or not 4 <= knots <= 65536:
+        raise InputError(f"knots must be an integer between 4 and 65536, got {knots!r}")
+    if kind not in ORDERS:
+        raise InputError(f"kind must be one of {', '.join(ORDERS)}, got {kind!r}")
+    name = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
+            torch.bfloat16: "bfloat16"}.get(dtype, dtype)
+    name = {"f32": "float32", "f64": "float64", "fp16": "float16", "bf16": "bfloat16"}.get(name, name)
+    if name not in TABLE_DTYPES:
+        raise InputError(f"table dtype must be one of {', '.join(TABLE_DTYPES)}, got {dtype!r}")
+    tol = TOLERANCE[name] if tolerance is None else float(tolerance)
+    Q = ORDERS[kind]
+    r_end = table_end(cfg)
+    h = r_end / (knots - 1)
+    r = torch.arange(knots, dtype=torch.float64) * h
+    # the last knot's derivatives are its left limits (at r_end the envelope's mask gives the right ones: 0)
+    r[-1] = r_end * (1.0 - 1e-12)
+    # tabulated from a float64 copy on the CPU, whatever the model's dtype and device
+    p0 = next(model.parameters())
+    exact = model if (p0.dtype == torch.float64 and p0.device.type == "cpu") else _float64_cpu_copy(model)
+    tables = []
+    with torch.no_grad():
+        for block in exact.interaction_blocks:
+            tables.append(encode(knot_data(filter_function(exact, block), r, Q).detach(), h, name))
+        for b, (eW, edW) in enumerate(table_errors(exact, tables, r_end)):
+            if max(eW, edW) > tol:
+                raise InputError(f"a {kind} {name} table with {knots} knots misses the error bound in block {b}: "
+                                 f"filter {eW:.2e}, derivative {edW:.2e} relative RMS (> {tol:.0e}); use more knots "
+                                 f"(default {DEFAULT_KNOTS}) or pass a larger tolerance")
+    cfg["compression"] = {"kind": kind, "knots": int(knots), "dtype": name}
+    ref_param = model.embedding_layer.weight
+    new = CGSchNet(cfg, backend=model.backend, units=model.units, device=ref_param.device.type, skin=model.skin,
+                   matmul=model.matmul, cuda_graph=model.cuda_graph)
+    new = new.to(dtype=ref_param.dtype, device=ref_param.device)
+    own = new.state_dict()
+    with torch.no_grad():
+        new.load_state_dict({k: v for k, v in model.state_dict().items() if k in own}, strict=False)
+        for block, (table, scale) in zip(new.interaction_blocks, tables):
+            block.conv.filter_network.table.copy_(table)          # (copy_ moves them to the model's device)
+            block.conv.filter_network.scale.copy_(scale)
+    return new.eval()
+
+
+def _float64_cpu_copy(model: CGSchNet) -> CGSchNet:
+    import copy
+
+    return copy.deepcopy(model).to(device="cpu", dtype=torch.float64)
+
+
+def apply_compression(model, name: str = "none", knots: Optional[int] = None):
+    """The model compressed with tables of the named dtype (:data:`COMPRESSIONS`; "none": unchanged) and
+    ``knots`` (None: :data:`DEFAULT_KNOTS`). Applied before :func:`apply_variant`, so a quantized variant keeps
+    the exact filters' tables and quantizes the output network."""
+    if name not in COMPRESSIONS:
+        raise InputError(f"unknown compression {name!r} (known: {', '.join(COMPRESSIONS)})")
+    if name == "none":
+        if knots is not None:
+            raise InputError("knots given without a compression; pass a table dtype (float32, float16, bfloat16)")
+        return model
+    return compress(model, knots=knots, dtype=name)
+
+
+def describe_compression(config: Dict[str, object]) -> str:
+    """One-line description of a model config's compression ("none" or e.g. "quintic float32 table, 256 knots")."""
+    c = config.get("compression")
+    if not c:
+        return "none"
+    return f"{c['kind']} {c['dtype']} table, {c['knots']} knots"

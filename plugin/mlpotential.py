@@ -16,6 +16,10 @@ Options of ``MLPotential("flashschnet", ...)``:
 * ``precision``: ``"single"`` (default) or ``"double"`` network arithmetic;
 * ``backend``: ``"torch"``, ``"triton"`` or ``"reference"`` (default: triton on CUDA, torch otherwise);
 * ``quantize``: ``"none"`` (default), ``"fp16"``, ``"bf16"``, ``"fp16-cast"``, ``"bf16-cast"``;
+* ``compress``: filter tables, ``"none"`` (default), ``"float32"``, ``"float16"``, ``"bfloat16"``: every block's
+  filter network replaced by a table of the pair distance (applied before ``quantize``; see
+  :func:`flashschnet.compress` and docs/compression.md);
+* ``compressKnots``: knots per table (only with ``compress``; default None: the library's default);
 * ``priors``: ``"model"`` (default: the model's own priors), ``None`` (network only), or a prior file path;
 * ``matmul``: the triton backend's product precision, ``"auto"`` (default), ``"ieee"``, ``"tf32"``, ``"bf16"``,
   ``"fp16"`` (see :class:`flashschnet.CGSchNet`);
@@ -35,16 +39,18 @@ from __future__ import annotations
 
 from openmmml.mlpotential import MLPotentialImpl, MLPotentialImplFactory
 
-_OPTIONS = ("precision", "backend", "quantize", "priors", "matmul", "cudaGraph")
+_OPTIONS = ("precision", "backend", "quantize", "priors", "matmul", "cudaGraph", "compress", "compressKnots")
 
 
 class FlashSchNetPotentialImplFactory(MLPotentialImplFactory):
     """Creates :class:`FlashSchNetPotentialImpl` for ``MLPotential("flashschnet", modelPath=...)``."""
 
     def createImpl(self, name: str, modelPath=None, precision: str = "single", backend=None, quantize: str = "none",
-                   priors="model", matmul: str = "auto", cudaGraph: bool = False, **args) -> "FlashSchNetPotentialImpl":
+                   priors="model", matmul: str = "auto", cudaGraph: bool = False, compress: str = "none",
+                   compressKnots=None, **args) -> "FlashSchNetPotentialImpl":
         return FlashSchNetPotentialImpl(name, modelPath, precision=precision, backend=backend, quantize=quantize,
-                                        priors=priors, matmul=matmul, cudaGraph=cudaGraph, **args)
+                                        priors=priors, matmul=matmul, cudaGraph=cudaGraph, compress=compress,
+                                        compressKnots=compressKnots, **args)
 
 
 class FlashSchNetPotentialImpl(MLPotentialImpl):
@@ -56,12 +62,13 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
         The potential's name (``"flashschnet"``).
     modelPath : str or path-like
         The model file (read with ``weights_only=True``; no code in it runs).
-    precision, backend, quantize, priors, matmul, cudaGraph
+    precision, backend, quantize, priors, matmul, cudaGraph, compress, compressKnots
         See the module docstring.
     """
 
     def __init__(self, name: str, modelPath, precision: str = "single", backend=None, quantize: str = "none",
-                 priors="model", matmul: str = "auto", cudaGraph: bool = False, **args):
+                 priors="model", matmul: str = "auto", cudaGraph: bool = False, compress: str = "none",
+                 compressKnots=None, **args):
         from flashschnet.errors import InputError
 
         if args:
@@ -80,6 +87,19 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
         if matmul not in MATMULS:
             raise InputError(f"MLPotential({name!r}): matmul must be one of {', '.join(MATMULS)}, got {matmul!r}")
         self.matmul, self.cuda_graph = matmul, bool(cudaGraph)
+        from flashschnet.names import COMPRESSIONS
+
+        if compress not in COMPRESSIONS:
+            raise InputError(f"MLPotential({name!r}): compress must be one of {', '.join(COMPRESSIONS)}, "
+                             f"got {compress!r}")
+        if compressKnots is not None:
+            if isinstance(compressKnots, bool) or not isinstance(compressKnots, int) or compressKnots < 4:
+                raise InputError(f"MLPotential({name!r}): compressKnots must be an integer >= 4 or None, "
+                                 f"got {compressKnots!r}")
+            if compress == "none":
+                raise InputError(f"MLPotential({name!r}): compressKnots needs a compression; pass compress='float32', "
+                                 "'float16' or 'bfloat16'")
+        self.compress, self.compress_knots = compress, compressKnots
         self.name, self.model_path = name, modelPath
         self.precision, self.backend, self.quantize, self.priors = precision, backend, quantize, priors
 
@@ -92,7 +112,7 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
 
         from flashschnet.checkpoint import load_model
         from flashschnet.errors import InputError
-        from flashschnet.transforms import apply_variant
+        from flashschnet.transforms import apply_compression, apply_variant
 
         from .system import add_model_forces
         from .topology import cg_molecule_from_topology
@@ -111,8 +131,9 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
             raise InputError(f"replicas must be a positive integer, got {replicas!r}") from None
         dtype = torch.float64 if self.precision == "double" else torch.float32
         device = self._getTorchDevice(args)
-        model = apply_variant(load_model(self.model_path, backend=self.backend, dtype=dtype, device=device,
-                                         matmul=self.matmul, cuda_graph=self.cuda_graph), self.quantize)
+        model = load_model(self.model_path, backend=self.backend, dtype=dtype, device=device, matmul=self.matmul,
+                           cuda_graph=self.cuda_graph)
+        model = apply_variant(apply_compression(model, self.compress, self.compress_knots), self.quantize)
         mapping = model.config.get("cg_mapping") or "5bead"
         mol = cg_molecule_from_topology(topology, positions=positions, replicas=replicas, mapping=mapping)
         if mol.n_beads * replicas != n_particles:

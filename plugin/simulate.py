@@ -39,8 +39,8 @@ from ..cg.mapping import map_pdb
 from ..checkpoint import load_model
 from ..errors import InputError
 from ..limits import check_replicas
-from ..names import MATMULS, NETWORK_FORCES, ON_BLOWUP, PRECISIONS
-from ..transforms import apply_variant, describe, variant
+from ..names import COMPRESSIONS, MATMULS, NETWORK_FORCES, ON_BLOWUP, PRECISIONS
+from ..transforms import apply_compression, apply_variant, describe, describe_compression, variant
 from .energies import ReplicaEnergies
 from .force import OpenMMNetwork, network_module
 from .runner import MDJob, RunResult, check_run_settings, open_run_dir, run_dir, run_job
@@ -50,10 +50,11 @@ from .topology import cg_topology, write_cg_pdb
 #: settings that a resumed run must share with the run it continues
 _FIXED_ON_RESUME = ("pdb", "model", "replicas", "dt_fs", "temperature_K", "friction_per_ps", "report_interval",
                     "checkpoint_interval", "mapping", "platform", "precision", "priors", "backend", "seed", "quantize",
-                    "on_blowup", "matmul")
+                    "on_blowup", "matmul", "compress", "compress_knots")
 
 #: run.json files written before a setting existed resume with its default
-_DEFAULTS_OF_NEWER_KEYS = {"quantize": "none", "on_blowup": "stop", "matmul": "auto"}
+_DEFAULTS_OF_NEWER_KEYS = {"quantize": "none", "on_blowup": "stop", "matmul": "auto", "compress": "none",
+                           "compress_knots": None}
 
 
 @dataclass
@@ -83,6 +84,8 @@ class RunSettings:
     on_blowup: str = "stop"                        # stop | drop (a replica that blows up)
     matmul: str = "auto"                           # triton backend's product precision (names.MATMULS)
     cuda_graph: bool = False                       # replay each network step as a CUDA graph (speed only)
+    compress: str = "none"                         # filter tables: none | float32 | float16 | bfloat16
+    compress_knots: Optional[int] = None           # knots per table (None: transforms.DEFAULT_KNOTS)
 
     def validate(self) -> None:
         check_run_settings(self, max_dt_fs=50.0)
@@ -99,6 +102,20 @@ class RunSettings:
             raise InputError(f"--on-blowup must be {' or '.join(ON_BLOWUP)}, got {self.on_blowup!r}")
         if self.matmul not in MATMULS:
             raise InputError(f"--matmul must be one of {', '.join(MATMULS)}, got {self.matmul!r}")
+        check_compression(self.compress, self.compress_knots, "--compress", "--compress-knots")
+
+
+def check_compression(name, knots, option: str, knots_option: str) -> None:
+    """One-line :class:`InputError` unless ``name`` is one of :data:`COMPRESSIONS` and ``knots`` is None or an
+    integer >= 4 given with a compression (the table itself checks the rest, see :func:`flashschnet.compress`)."""
+    if name not in COMPRESSIONS:
+        raise InputError(f"{option} must be one of {', '.join(COMPRESSIONS)}, got {name!r}")
+    if knots is None:
+        return
+    if isinstance(knots, bool) or not isinstance(knots, int) or knots < 4:
+        raise InputError(f"{knots_option} must be an integer >= 4, got {knots!r}")
+    if name == "none":
+        raise InputError(f"{knots_option} needs a compression: pass {option} float32, float16 or bfloat16")
 
 
 def _load_priors(path: str):
@@ -149,8 +166,9 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     # 1. model, 2. CG mapping of the PDB ----------------------------------------------------------------
     dtype = getattr(torch, PRECISIONS[s.precision])
     device = "cuda" if s.platform == "CUDA" and torch.cuda.is_available() else "cpu"
-    model = apply_variant(load_model(s.model, backend=s.backend, dtype=dtype, device=device, matmul=s.matmul,
-                                     cuda_graph=bool(s.cuda_graph)), s.quantize)
+    model = load_model(s.model, backend=s.backend, dtype=dtype, device=device, matmul=s.matmul,
+                       cuda_graph=bool(s.cuda_graph))
+    model = apply_variant(apply_compression(model, s.compress, s.compress_knots), s.quantize)
     mapping = s.mapping or model.config.get("cg_mapping") or "5bead"
     s.mapping = mapping
     mol = map_pdb(s.pdb, mapping=mapping)
@@ -168,7 +186,7 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     module = network_module(model, types, R) if s.network_force == "torch" else OpenMMNetwork(model, types, R)
     system = build_system(mol, model, replicas=R, priors=priors, module=module, network_force=s.network_force)
     echo(f"note: network backend {model.backend} ({device}, {s.precision} precision; 16-bit weights: "
-         f"{describe(model.config)})")
+         f"{describe(model.config)}; filter tables: {describe_compression(model.config)})")
 
     def start(simulation) -> None:
         write_cg_pdb(mol, os.path.join(out, "topology.pdb"))

@@ -3,14 +3,15 @@
     flashschnet-benchmark [--pdb PDB] [--model MODEL] [--replicas 1,8,64] [--backends reference,torch]
                           [--device cpu|cuda] [--dtype float32|float64] [--repeats 5] [--warmup 2]
                           [--openmm-steps 20] [--openmm-replicas 8] [--threads T] [--max-memory-gb 16]
-                          [--quantize none,fp16,bf16] [--out benchmark.json]
+                          [--quantize none,fp16,bf16] [--compress none,float32,float16,bfloat16]
+                          [--compress-knots N] [--out benchmark.json]
 
 Without ``--pdb`` / ``--model`` it needs no checkout: BPTI ships as package data and the model is a CGSchNet
 built in code with the hyper-parameters of mlcg's StandardSchNet oracle and seeded random weights (timing does
 not depend on the weight values; see :mod:`flashschnet.openmm.benchmark.defaults`). ``--pdb`` / ``--model``
 take your own files (paths relative to the current directory).
 
-Every configuration (backend, 16-bit weight variant, R) runs in a fresh subprocess
+Every configuration (backend, filter tables, 16-bit weight variant, R) runs in a fresh subprocess
 (``python -m flashschnet.openmm.benchmark.worker``), so its peak memory is its own; what is measured and how:
 :mod:`flashschnet.openmm.benchmark.measure`. A configuration predicted (linearly in R, from the same
 configuration measured at a smaller R in this run) to exceed ``--max-memory-gb`` is skipped and reported as
@@ -26,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from flashschnet.names import MATMULS, NETWORK_FORCES, PRECISIONS, VARIANTS
+from flashschnet.names import COMPRESSIONS, DEFAULT_KNOTS, MATMULS, NETWORK_FORCES, PRECISIONS, VARIANTS
 
 from ._cli import THREADS, backend_list, check_output_file, float_type, int_type, name_list
 
@@ -51,6 +52,10 @@ def _variant_list(text: str) -> List[str]:
     return name_list(text, VARIANTS, "quantize variants")
 
 
+def _compression_list(text: str) -> List[str]:
+    return name_list(text, COMPRESSIONS, "compressions")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
@@ -71,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quantize", type=_variant_list, default=None,
                    help=f"comma-separated 16-bit weight variants to run with every backend: {', '.join(VARIANTS)} "
                         "(default none)")
+    p.add_argument("--compress", type=_compression_list, default=None,
+                   help=f"comma-separated filter-table dtypes to run with every backend and variant: "
+                        f"{', '.join(COMPRESSIONS)} (each block's filter network replaced by a table of the pair "
+                        "distance, labelled +tab-f32/+tab-f16/+tab-bf16; default none; see docs/compression.md)")
+    p.add_argument("--compress-knots", type=int_type(4), default=None, metavar="N",
+                   help=f"knots per filter table (only with a compression in --compress; default {DEFAULT_KNOTS})")
     p.add_argument("--device", choices=["cpu", "cuda"], default=None, help="default cuda if available, else cpu")
     p.add_argument("--matmul", choices=list(MATMULS), default="auto",
                    help="precision of the triton backend's filter-network products (default auto: tf32 for float32 "
@@ -156,6 +167,10 @@ def _benchmark(args, argv, pdb: Path) -> int:
     replicas = sorted(set(args.replicas or ([1, 8, 64, 128] if device == "cuda" else [1, 8, 64])))
     backends = args.backends or (["reference", "torch", "triton"] if device == "cuda" else ["reference", "torch"])
     quantize = args.quantize or ["none"]
+    compress = args.compress or ["none"]
+    if args.compress_knots is not None and compress == ["none"]:
+        raise InputError("--compress-knots needs a compression: pass --compress float32, float16 or bfloat16")
+    knots = (args.compress_knots or DEFAULT_KNOTS) if compress != ["none"] else None
     check_output_file(args.out, "--out")
     threads = args.threads if args.threads is not None else torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -180,7 +195,8 @@ def _benchmark(args, argv, pdb: Path) -> int:
     settings = {
         "pdb": str(pdb), "pdb_name": pdb.name, "n_beads": n_beads,
         "model": str(model) if model is not None else DEFAULT_MODEL_LABEL,
-        "replicas": replicas, "backends": backends, "quantize": quantize, "device": device, "dtype": args.dtype,
+        "replicas": replicas, "backends": backends, "compress": compress, "compress_knots": knots,
+        "quantize": quantize, "device": device, "dtype": args.dtype,
         "repeats": args.repeats, "warmup": args.warmup, "openmm_steps": args.openmm_steps,
         "openmm_replicas": args.openmm_replicas, "openmm_force": args.openmm_force, "threads": threads,
         "max_memory_gb": args.max_memory_gb, "timestep_fs": 4.0, "displacement_angstrom": DISPLACEMENT_A,
@@ -193,11 +209,15 @@ def _benchmark(args, argv, pdb: Path) -> int:
                               "results": [], "ratios": [], "openmm": []}
     t_start = time.perf_counter()
 
-    configs = [(b, q) for q in quantize for b in backends]
+    def tables(comp: str) -> Dict[str, Any]:
+        """A configuration's filter tables, as the JSON records them and the worker takes them."""
+        return {"compress": comp, "compress_knots": knots if comp != "none" else None}
+
+    configs = [(b, c, q) for c in compress for q in quantize for b in backends]
     for R in replicas:
-        for backend, quant in configs:
-            name = label(backend, quant)
-            entry: Dict[str, Any] = {"backend": backend, "quantize": quant, "replicas": R}
+        for backend, comp, quant in configs:
+            name = label(backend, quant, compress=comp)
+            entry: Dict[str, Any] = {"backend": backend, **tables(comp), "quantize": quant, "replicas": R}
             if backend == "triton" and device != "cuda":
                 entry.update(status="skipped", reason="triton needs CUDA (the CPU interpreter is not benchmarked)")
                 report["results"].append(entry)
@@ -212,8 +232,8 @@ def _benchmark(args, argv, pdb: Path) -> int:
                 _log(f"{name:>14} R={R:<4} skipped: {entry['reason']}")
                 continue
             _log(f"{name:>14} R={R:<4} running ({args.warmup} warm-up + {args.repeats} timed calls) ...")
-            entry.update(_run_worker(dict(base_cfg, kind="energy_forces", backend=backend, quantize=quant, replicas=R,
-                                          warmup=args.warmup, repeats=args.repeats)))
+            entry.update(_run_worker(dict(base_cfg, kind="energy_forces", backend=backend, **tables(comp),
+                                          quantize=quant, replicas=R, warmup=args.warmup, repeats=args.repeats)))
             report["results"].append(entry)
             if entry["status"] == "ok":
                 _log(f"{name:>14} R={R:<4} median {entry['median_ms']:.1f} ms/call, "
@@ -224,9 +244,9 @@ def _benchmark(args, argv, pdb: Path) -> int:
 
     if args.openmm_steps > 0:
         R = args.openmm_replicas
-        for backend, quant in configs:
-            name = label(backend, quant)
-            entry = {"backend": backend, "quantize": quant, "replicas": R, "steps": args.openmm_steps,
+        for backend, comp, quant in configs:
+            name = label(backend, quant, compress=comp)
+            entry = {"backend": backend, **tables(comp), "quantize": quant, "replicas": R, "steps": args.openmm_steps,
                      "network_force": args.openmm_force}
             if backend == "triton" and device != "cuda":
                 entry.update(status="skipped", error="triton needs CUDA")
@@ -242,7 +262,8 @@ def _benchmark(args, argv, pdb: Path) -> int:
                 report["openmm"].append(entry)
                 continue
             _log(f"{name:>14} OpenMM R={R} {args.openmm_steps} steps ...")
-            entry.update(_run_worker(dict(base_cfg, kind="openmm", backend=backend, quantize=quant, replicas=R,
+            entry.update(_run_worker(dict(base_cfg, kind="openmm", backend=backend, **tables(comp), quantize=quant,
+                                          replicas=R,
                                           warmup=args.warmup, steps=args.openmm_steps,
                                           network_force=args.openmm_force)))
             report["openmm"].append(entry)

@@ -4,6 +4,7 @@
                          [--dt 4] [--temperature 300] [--report-interval 1000] [--resume]
                          [--backend torch|triton|reference] [--quantize none|fp16|bf16|fp16-cast|bf16-cast]
                          [--matmul auto|ieee|tf32|bf16|fp16] [--cuda-graph] [--on-blowup stop|drop]
+                         [--compress none|float32|float16|bfloat16] [--compress-knots N]
 
 Exit status: 0 done, 2 bad input (one-line message), 3 the simulation blew up (the last good checkpoint is
 kept; the message names step, replica and bead), or with ``--on-blowup drop`` every replica was dropped.
@@ -14,9 +15,10 @@ import argparse
 import sys
 from typing import List, Optional
 
-from flashschnet.names import BACKENDS, MAPPINGS, MATMULS, NETWORK_FORCES, ON_BLOWUP, PRECISIONS, VARIANTS
+from flashschnet.names import (BACKENDS, COMPRESSIONS, DEFAULT_KNOTS, MAPPINGS, MATMULS, NETWORK_FORCES, ON_BLOWUP,
+                               PRECISIONS, VARIANTS)
 
-from ._cli import add_run_arguments, finish
+from ._cli import add_run_arguments, finish, int_type
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,6 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="store the filter- and output-network weights in 16 bits: fp16/bf16 with one float32 scale "
                         "per output channel, or the plain cast (-cast); fp32 accumulation (default none; see "
                         "docs/quantization.md)")
+    p.add_argument("--compress", choices=list(COMPRESSIONS), default="none",
+                   help="replace every block's filter network by a table of the pair distance stored as float32, "
+                        "float16 or bfloat16 (quintic Hermite, exact forces of the tabulated energy; applied before "
+                        "--quantize); default none; see docs/compression.md")
+    p.add_argument("--compress-knots", type=int_type(4), default=None, metavar="N",
+                   help=f"knots per filter table (only with --compress; default {DEFAULT_KNOTS})")
     p.add_argument("--matmul", choices=list(MATMULS), default="auto",
                    help="precision of the triton backend's filter-network products: auto (tf32 for float32 weights, "
                         "the weights' own type for --quantize fp16/bf16, exact for double), ieee (exact; the torch "
@@ -68,7 +76,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         checkpoint_interval=args.checkpoint_interval, mapping=args.mapping, priors=args.priors,
         precision=args.precision, backend=args.backend, quantize=args.quantize, network_force=args.network_force,
         threads=args.threads, max_force=args.max_force, on_blowup=args.on_blowup, matmul=args.matmul,
-        cuda_graph=args.cuda_graph,
+        cuda_graph=args.cuda_graph, compress=args.compress, compress_knots=args.compress_knots,
     )
     return finish("flashschnet-simulate", lambda echo: run(settings, resume=args.resume, progress=not args.quiet,
                                                           echo=echo),

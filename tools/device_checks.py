@@ -9,12 +9,16 @@ next stages down) and each with a deadline:
 1. ``environment`` -- nvidia-smi, versions, the machine, OpenMM's platforms and plugin load failures, and
    whether the libraries the OpenMM CUDA plugin links to load;
 2. ``compile`` -- first call (with Triton's JIT compile) and second call at 1 replica x 20 beads of the kernel
-   backend (triton if selected) with float32, bf16 and fp16 weights; float64 last, only if time is left;
+   backend (triton if selected) with float32, bf16 and fp16 weights (triton: also the tabulated-filter kernels,
+   a model compressed by :func:`flashschnet.compress` with float32 / float16 / bfloat16 tables); float64 last,
+   only if time is left;
 3. ``correctness`` -- float32, every backend x {none, bf16, fp16} on the mlcg oracle ``mlcg_schnet_A.pt``:
-   max relative errors vs the oracle and vs the backends before it; three calls bitwise equal?
+   max relative errors vs the oracle and vs the backends before it; three calls bitwise equal? (triton: also
+   the compressed models on the table kernels vs the same tables on the reference backend, plain PyTorch);
 4. ``timings`` -- :func:`flashschnet.openmm.benchmark.measure.energy_forces` (the benchmark's model, structure
-   and positions) for every backend and the kernel backend with bf16 weights at each R, skipping what is
-   predicted from a smaller R to exceed the memory limit or the time left; speed-ups vs this run's reference;
+   and positions) for every backend and the kernel backend with bf16 weights (triton: and with float32 /
+   bfloat16 filter tables) at each R, skipping what is predicted from a smaller R to exceed the memory limit or
+   the time left; speed-ups vs this run's reference;
 5. ``openmm`` -- :func:`flashschnet.openmm.benchmark.measure.openmm_loop` with the network as an
    ``openmm.PythonForce`` (the "PythonForce fallback": no openmm-torch on the device), on the first of the
    CUDA, OpenCL and CPU platforms that loads and runs.
@@ -50,6 +54,10 @@ SHARES = {"environment": 0.06, "compile": 0.29, "correctness": 0.12, "timings": 
 GRACE_S = 15.0
 #: 16-bit weight variants checked (flashschnet.names.VARIANTS)
 VARIANTS = ("none", "bf16", "fp16")
+#: filter-table dtypes (flashschnet.transforms.COMPRESSIONS) whose table kernels the triton backend checks:
+#: compiled and checked for correctness, and those timed
+TABLES = ("float32", "float16", "bfloat16")
+TIMED_TABLES = ("float32", "bfloat16")
 #: the defaults of a device run and of ``--smoke`` (backend, replica and step lists; seconds; GB)
 FULL = dict(device="cuda", backends="reference,torch,triton", replicas="1,8,64,128", budget=450.0, pdb=None,
             openmm_replicas=64, openmm_steps=50, warmup=3, repeats=10, max_memory_gb=100.0, float64_need_s=40.0,
@@ -239,10 +247,11 @@ def stage_compile(args, st: Stage) -> None:
     from flashschnet.openmm.benchmark import measure
     from flashschnet.openmm.benchmark.report import label
 
-    def two_calls(pdb, mol, variant: str, dtype: str, matmul: str = "auto", graph: bool = False) -> Dict[str, Any]:
+    def two_calls(pdb, mol, variant: str, dtype: str, matmul: str = "auto", graph: bool = False,
+                  compress: str = "none") -> Dict[str, Any]:
         tdtype = getattr(torch, dtype)
         model = measure.load(config(args, pdb, backend=args.kernel_backend, quantize=variant, matmul=matmul,
-                                    cuda_graph=graph), tdtype, args.device)
+                                    cuda_graph=graph, compress=compress), tdtype, args.device)
         n = min(COMPILE_BEADS, int(mol.n_beads))
         pos = measure.positions(mol, 1, tdtype, args.device)[:, :n].contiguous()
         types = torch.as_tensor(mol.bead_types[:n], dtype=torch.long, device=args.device)
@@ -267,26 +276,32 @@ def stage_compile(args, st: Stage) -> None:
     with structure(args) as pdb:
         mol = flashschnet.map_pdb(str(pdb))
         # every kernel variant a float32 step launches: 16-bit weights, and (triton) bf16 / fp16 products of
-        # float32 weights, and a CUDA-graph capture
-        runs = [(v, "auto", False) for v in VARIANTS]
+        # float32 weights, a CUDA-graph capture and the table kernels of compressed models
+        runs = [(v, "auto", False, "none") for v in VARIANTS]
         if args.kernel_backend == "triton":
-            runs += [("none", "bf16", False), ("none", "fp16", False), ("none", "auto", True)]
-        for variant, matmul, graph in runs:
-            name = label(args.kernel_backend, variant, matmul, graph)
+            runs += [("none", "bf16", False, "none"), ("none", "fp16", False, "none"), ("none", "auto", True, "none")]
+            runs += [("none", "auto", False, t) for t in TABLES]
+        for variant, matmul, graph, comp in runs:
+            name = label(args.kernel_backend, variant, matmul, graph, comp)
             st.run(f"{name} float32: first (compiling) and second call",
-                   lambda: two_calls(pdb, mol, variant, "float32", matmul, graph), backend=args.kernel_backend,
-                   quantize=variant, matmul=matmul, cuda_graph=graph, dtype="float32")
+                   lambda: two_calls(pdb, mol, variant, "float32", matmul, graph, comp), backend=args.kernel_backend,
+                   quantize=variant, matmul=matmul, cuda_graph=graph, dtype="float32", compress=comp)
         st.run(f"{args.kernel_backend}+none float64: first and second call",
                lambda: two_calls(pdb, mol, "none", "float64"), need_s=args.float64_need_s,
-               backend=args.kernel_backend, quantize="none", dtype="float64")
+               backend=args.kernel_backend, quantize="none", dtype="float64", compress="none")
+        if args.kernel_backend == "triton":        # tables run the triton kernels in float64 on a GPU too
+            st.run(f"{label('triton', compress=TABLES[0])} float64: first and second call",
+                   lambda: two_calls(pdb, mol, "none", "float64", compress=TABLES[0]), need_s=args.float64_need_s,
+                   backend="triton", quantize="none", dtype="float64", compress=TABLES[0])
 
 
 def stage_correctness(args, st: Stage) -> None:
-    """Stage 3: every backend x weight variant, float32, against the mlcg oracle and each other; repeatability."""
+    """Stage 3: every backend x weight variant, float32, against the mlcg oracle and each other; repeatability.
+    Triton: also the compressed models (each table dtype) on the table kernels and on the reference backend."""
     import torch
 
     import flashschnet
-    from flashschnet.transforms import apply_variant
+    from flashschnet.transforms import apply_compression, apply_variant
 
     A = torch.load(ORACLE, weights_only=True)
     pos = A["positions_A"].to(args.device, torch.float32)
@@ -294,24 +309,30 @@ def stage_correctness(args, st: Stage) -> None:
     e_ref, f_ref = A["energies_kcal_mol"], A["forces_kcal_mol_A"]
     outputs: Dict[Any, Any] = {}
 
-    def check(backend: str, variant: str) -> Dict[str, Any]:
-        model = apply_variant(flashschnet.load_model(ORACLE, backend=backend, device=args.device), variant)
+    def check(backend: str, variant: str, comp: str = "none") -> Dict[str, Any]:
+        model = flashschnet.load_model(ORACLE, backend=backend, device=args.device)
+        model = apply_variant(apply_compression(model, comp), variant)
         runs = [tuple(t.detach() for t in model.energy_forces(pos, types)) for _ in range(3)]
         e, f = (t.double().cpu() for t in runs[0])
         row = {"energy_rel_err_vs_oracle": rel(e, e_ref), "forces_rel_err_vs_oracle": rel(f, f_ref),
                "bitwise_repeatable": all(torch.equal(runs[0][i], r[i]) for r in runs[1:] for i in (0, 1)),
                "finite": bool(torch.isfinite(e).all() and torch.isfinite(f).all())}
         for other in args.backends:
-            if (other, variant) in outputs:
-                row[f"energy_rel_diff_vs_{other}"] = rel(e, outputs[other, variant][0])
-                row[f"forces_rel_diff_vs_{other}"] = rel(f, outputs[other, variant][1])
-        outputs[backend, variant] = (e, f)
+            if (other, variant, comp) in outputs:
+                row[f"energy_rel_diff_vs_{other}"] = rel(e, outputs[other, variant, comp][0])
+                row[f"forces_rel_diff_vs_{other}"] = rel(f, outputs[other, variant, comp][1])
+        outputs[backend, variant, comp] = (e, f)
         return row
 
     for variant in VARIANTS:
         for backend in args.backends:
             st.run(f"{backend}+{variant} float32 on {ORACLE.name}", lambda: check(backend, variant),
-                   backend=backend, quantize=variant, dtype="float32")
+                   backend=backend, quantize=variant, dtype="float32", compress="none")
+    if args.kernel_backend == "triton":       # the table kernels vs the same tables in plain PyTorch
+        for comp in TABLES:
+            for backend in [b for b in ("reference", "triton") if b in args.backends]:
+                st.run(f"{backend} with {comp} tables float32 on {ORACLE.name}", lambda: check(backend, "none", comp),
+                       backend=backend, quantize="none", dtype="float32", compress=comp)
 
 
 def stage_timings(args, st: Stage) -> None:
@@ -321,14 +342,16 @@ def stage_timings(args, st: Stage) -> None:
     from flashschnet.openmm.benchmark import measure
     from flashschnet.openmm.benchmark.report import compute_ratios, label, predict_mb, record_label
 
-    # (backend, 16-bit weights, matmul precision, CUDA graph): every backend as it comes, then the triton
-    # backend's products in bf16 / fp16 (auto = tf32 for float32 weights), with bf16 weights, and graph-replayed
-    configs = [(b, "none", "auto", False) for b in args.backends]
+    # (backend, 16-bit weights, matmul precision, CUDA graph, filter tables): every backend as it comes, then the
+    # triton backend's products in bf16 / fp16 (auto = tf32 for float32 weights), with bf16 weights,
+    # graph-replayed, and compressed (the table kernels)
+    configs = [(b, "none", "auto", False, "none") for b in args.backends]
     if args.kernel_backend == "triton":
-        configs += [("triton", "none", "bf16", False), ("triton", "none", "fp16", False),
-                    ("triton", "bf16", "auto", False), ("triton", "none", "bf16", True)]
+        configs += [("triton", "none", "bf16", False, "none"), ("triton", "none", "fp16", False, "none"),
+                    ("triton", "bf16", "auto", False, "none"), ("triton", "none", "bf16", True, "none")]
+        configs += [("triton", "none", "auto", False, t) for t in TIMED_TABLES]
     elif args.kernel_backend != "reference":
-        configs.append((args.kernel_backend, "bf16", "auto", False))
+        configs.append((args.kernel_backend, "bf16", "auto", False, "none"))
     done = st.data["results"]
 
     def too_much(name: str, R: int) -> Optional[str]:
@@ -349,9 +372,10 @@ def stage_timings(args, st: Stage) -> None:
                 return f"predicted {need:.0f} s > the {st.left():.0f} s left (linear in R from R={base['replicas']})"
         return None
 
-    def measure_one(pdb, backend: str, variant: str, matmul: str, graph: bool, R: int) -> Dict[str, Any]:
+    def measure_one(pdb, backend: str, variant: str, matmul: str, graph: bool, comp: str, R: int) -> Dict[str, Any]:
         out = measure.energy_forces(config(args, pdb, kind="energy_forces", backend=backend, quantize=variant,
-                                           matmul=matmul, cuda_graph=graph, replicas=R, repeats=args.repeats))
+                                           matmul=matmul, cuda_graph=graph, compress=comp, replicas=R,
+                                           repeats=args.repeats))
         if args.device == "cuda":
             out["peak_allocated_mb"] = torch.cuda.max_memory_allocated() / 2**20
             torch.cuda.empty_cache()
@@ -359,15 +383,16 @@ def stage_timings(args, st: Stage) -> None:
 
     with structure(args) as pdb:
         for R in args.replicas:
-            for backend, variant, matmul, graph in configs:
-                name = label(backend, variant, matmul, graph)
-                tags = dict(backend=backend, quantize=variant, matmul=matmul, cuda_graph=graph, replicas=R)
+            for backend, variant, matmul, graph, comp in configs:
+                name = label(backend, variant, matmul, graph, comp)
+                tags = dict(backend=backend, quantize=variant, matmul=matmul, cuda_graph=graph, compress=comp,
+                            replicas=R)
                 why = too_much(name, R)
                 if why:
                     st.skip(f"{name} R={R}", why, **tags)
                 else:
-                    st.run(f"{name} R={R}", lambda: measure_one(pdb, backend, variant, matmul, graph, R), need_s=1.0,
-                           **tags)
+                    st.run(f"{name} R={R}", lambda: measure_one(pdb, backend, variant, matmul, graph, comp, R),
+                           need_s=1.0, **tags)
     st.data["ratios"] = compute_ratios(done)
 
 
@@ -438,7 +463,9 @@ def summary(report: Dict[str, Any]) -> str:
                      f" ran as {r['network_backend']}, finite {r['finite']}")
     for r in report["stages"].get("correctness", {}).get("results", []):
         diffs = ", ".join(f"{k.replace('_rel_diff_vs_', ' vs ')} {v:.1e}" for k, v in r.items() if "_diff_vs_" in k)
-        lines.append(f"correctness {r['backend']}+{r['quantize']}: vs oracle E {r['energy_rel_err_vs_oracle']:.1e} "
+        tables = "" if r.get("compress", "none") == "none" else f"+{r['compress']} tables"
+        lines.append(f"correctness {r['backend']}{tables}+{r['quantize']}: "
+                     f"vs oracle E {r['energy_rel_err_vs_oracle']:.1e} "
                      f"F {r['forces_rel_err_vs_oracle']:.1e}; bitwise repeatable {r['bitwise_repeatable']}"
                      + (f"; {diffs}" if diffs else ""))
     try:

@@ -1,5 +1,6 @@
 """Offline GPU-fit check of the triton backend's kernels: compile, on a machine without a GPU, every kernel
-variant a float32 step can launch, for NVIDIA targets, and report whether each fits.
+variant a float32 step can launch (and a compressed model's float64 step: its table kernels), for NVIDIA
+targets, and report whether each fits.
 
     python tools/gpu_fit.py --arch 90 [--arch 80] [--json OUT.json] [--all-bases] [--check]
 
@@ -39,6 +40,9 @@ MAX_COMPILE_S = 120.0
 REGISTER_FILE = 65536          # 32-bit registers per SM (sm_80 / sm_90): regs x threads of a block must fit
 #: kernels whose matrix products are the filter network (must use tensor cores)
 FILTER_KERNELS = ("_cfconv_fwd_kernel", "_cfconv_bwd_kernel")
+#: the tabulated-filter kernels (filter compression): no matrix products, so no tensor-core criterion; variants
+#: are the table order and storage dtype, not the basis (compiled once even with --all-bases)
+TABLE_KERNELS = ("_cfconv_table_fwd_kernel", "_cfconv_table_bwd_kernel")
 
 
 def _signature(kernel, args, meta):
@@ -80,10 +84,10 @@ def fit(launch, variant: str, arch: int) -> dict:
     import triton
     from triton.backends.compiler import GPUTarget
 
-    from flashschnet.fused.triton_ops import KERNEL_CONFIGS, _kernels
+    from flashschnet.fused.triton_ops import KERNEL_CONFIGS, _kernel
 
     name, _grid, args, meta = launch
-    kernel = getattr(_kernels(), name)
+    kernel = _kernel(name)
     sig, attrs = _signature(kernel, args, meta)
     opts = KERNEL_CONFIGS[name]
     t0 = time.time()
@@ -108,8 +112,9 @@ def fit(launch, variant: str, arch: int) -> dict:
 
 def problems(row: dict) -> list:
     """Why ``row`` fails the fit criteria (empty: it fits): any spill, shared memory over 200 KB, a compile over
-    120 s, a filter-network kernel without tensor-core instructions, or a block whose registers (per thread x
-    threads) exceed the register file (it could not launch at all)."""
+    120 s, a filter-network kernel without tensor-core instructions (not the table kernels: they have no
+    matrix products), or a block whose registers (per thread x threads) exceed the register file (it could not
+    launch at all)."""
     out = []
     if row["regs"] * row["num_warps"] * 32 > REGISTER_FILE:
         out.append(f"{row['regs']} regs x {row['num_warps'] * 32} threads > {REGISTER_FILE} registers per SM")
@@ -141,11 +146,11 @@ def launches(all_bases: bool):
 
 
 def table(rows) -> str:
-    head = f"| {'kernel':<20} | {'variant':<14} | arch | regs | spill B | shared B | compile s | tensor cores | fits |"
+    head = f"| {'kernel':<24} | {'variant':<16} | arch | regs | spill B | shared B | compile s | tensor cores | fits |"
     lines = [head, "|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|"]
     for r in rows:
         bad = problems(r)
-        lines.append(f"| {r['kernel']:<20} | {r['variant']:<14} | {r['arch']:>4} | {r['regs']:>4} | "
+        lines.append(f"| {r['kernel']:<24} | {r['variant']:<16} | {r['arch']:>4} | {r['regs']:>4} | "
                      f"{r['spill_bytes']:>7} | {r['shared_bytes']:>8} | {r['compile_s']:>9} | "
                      f"{'yes' if r['tensor_cores'] else 'no':>12} | {'yes' if not bad else 'NO: ' + '; '.join(bad)} |")
     return "\n".join(lines)
@@ -171,13 +176,13 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     import triton
 
-    from flashschnet.fused.triton_ops import _kernels
+    from flashschnet.fused.triton_ops import _kernel
 
     rows, seen = [], {}
     for arch in a.arch or [90]:
         for variant, launch in launches(a.all_bases):
             rows.append(fit(launch, variant, arch))
-            sig, _ = _signature(getattr(_kernels(), launch[0]), launch[2], launch[3])
+            sig, _ = _signature(_kernel(launch[0]), launch[2], launch[3])
             key = (arch, launch[0], json.dumps(rows[-1]["constexprs"], sort_keys=True), json.dumps(sig))
             if key in seen:          # the very same binary (Triton's cache answered: compile_s ~ 0)
                 rows[-1]["same_binary_as"] = seen[key]

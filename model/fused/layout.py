@@ -7,17 +7,19 @@ A TorchScript module can only pass plain lists across a custom-op boundary, so a
     ``[embedding [types, H], basis_centers [K], basis_widths]``, then per interaction block
     ``[L1 [F, H], L2 [H, F], b2 [H], L [H, H], b [H], A1 [F, K], a1 [F], A2 [F, F]]`` (``conv.lin1``,
     ``conv.lin2`` weight and bias, ``lin`` weight and bias, the filter network's two Linears), then the
-    output MLP's ``[W, c]`` per hidden layer and ``[W_last]`` (no bias). In a quantized model every filter- and
+    output MLP's ``[W, c]`` per hidden layer and ``[W_last]`` (no bias). In a compressed model a block's
+    ``[A1, a1, A2]`` is ``[table [n, Q, F], scale [Q, F]]`` (:mod:`flashschnet.nn.table`). In a quantized model every filter- and
     output-network weight ``W`` is the pair ``q, s`` (16-bit values [out, in], float32 scales [out]; see
     :mod:`flashschnet.nn.quant`). Gaussian basis: ``centers`` = ``offset`` [K], ``widths`` = ``coeff`` [];
     ExpNormal: ``means`` [K], ``betas`` [K].
 ``ints`` (:func:`config_scalars`)
     ``[n_blocks, n_hidden_out_layers, basis_kind (0 gaussian, 1 expnormal), rbf_env, filt_env, quantized,
-    matmul, cuda_graph]``; ``matmul`` is the position in :data:`flashschnet.names.MATMULS` (0 = auto) of the
-    triton backend's matrix-product precision, ``cuda_graph`` 1 to replay each step as a CUDA graph.
+    matmul, cuda_graph, table_order]``; ``matmul`` is the position in :data:`flashschnet.names.MATMULS` (0 =
+    auto) of the triton backend's matrix-product precision, ``cuda_graph`` 1 to replay each step as a CUDA
+    graph, ``table_order`` Q (values per knot: 2 cubic, 3 quintic) of a compressed model's tables, 0 if none.
 ``floats`` (:func:`config_scalars`)
-    ``[alpha, basis_lower, rc_rbf, rc_filt, rc_graph, skin]`` (model length unit; ``skin`` is the Verlet skin
-    of the engines' neighbour lists).
+    ``[alpha, basis_lower, rc_rbf, rc_filt, rc_graph, skin, r_end]`` (model length unit; ``skin`` is the Verlet
+    skin of the engines' neighbour lists, ``r_end`` the tables' last knot, 0 if none).
 
 :func:`unpack_params` turns the three back into :class:`NodeWeights` (the node-level part, run by
 :mod:`flashschnet.fused.driver`), :class:`BasisSpec` and one :class:`FilterWeights` per block (the edge-level
@@ -33,6 +35,7 @@ import torch
 from ..errors import InputError
 from ..names import MATMULS
 from ..nn.quant import dequantize_weight
+from ..nn.table import ORDERS, table_end
 
 
 def fused_unsupported_reason(cfg: Dict[str, Any]) -> str:
@@ -51,11 +54,14 @@ def config_scalars(cfg: Dict[str, Any], alpha: float, skin: float, matmul: str =
     basis), the Verlet ``skin`` (model length unit), the triton backend's ``matmul`` precision and the
     ``cuda_graph`` switch."""
     rb = cfg["rbf"]
+    comp = cfg.get("compression")
     ints = [int(cfg["num_interactions"]), len(cfg["output_hidden_layer_widths"]), 0 if rb["kind"] == "gaussian" else 1,
             int(rb["cutoff"]["kind"] == "cosine"), int(cfg["cutoff"]["kind"] == "cosine"),
-            int(cfg.get("quantization") is not None), list(MATMULS).index(matmul), int(bool(cuda_graph))]
+            int(cfg.get("quantization") is not None), list(MATMULS).index(matmul), int(bool(cuda_graph)),
+            0 if comp is None else ORDERS[comp["kind"]]]
     floats = [float(alpha), float(rb["cutoff"]["cutoff_lower"]), float(rb["cutoff"]["cutoff_upper"]),
-              float(cfg["cutoff"]["cutoff_upper"]), float(rb["cutoff"]["cutoff_upper"]), float(skin)]
+              float(cfg["cutoff"]["cutoff_upper"]), float(rb["cutoff"]["cutoff_upper"]), float(skin),
+              0.0 if comp is None else table_end(cfg)]
     return ints, floats
 
 
@@ -71,17 +77,21 @@ class PackedWeights:
         for block in self.interaction_blocks:
             params += [block.conv.lin1.weight, block.conv.lin2.weight, block.conv.lin2.bias, block.lin.weight,
                        block.lin.bias]
-            for layer in block.conv.filter_network.layers:
-                if hasattr(layer, "weight"):           # a Linear (TorchScript resolves this per layer)
-                    params.append(layer.weight)
-                    bias = layer.bias
-                    if bias is not None:
-                        params.append(bias)
-                elif hasattr(layer, "weight_q"):       # a QuantLinear
-                    params += [layer.weight_q, layer.weight_scale]
-                    bias = layer.bias
-                    if bias is not None:
-                        params.append(bias)
+            fn = block.conv.filter_network
+            if hasattr(fn, "table"):                   # a FilterTable (compressed model)
+                params += [fn.table, fn.scale]
+            else:
+                for layer in fn.layers:
+                    if hasattr(layer, "weight"):       # a Linear (TorchScript resolves this per layer)
+                        params.append(layer.weight)
+                        bias = layer.bias
+                        if bias is not None:
+                            params.append(bias)
+                    elif hasattr(layer, "weight_q"):   # a QuantLinear
+                        params += [layer.weight_q, layer.weight_scale]
+                        bias = layer.bias
+                        if bias is not None:
+                            params.append(bias)
         for layer in self.output_network.layers:
             if hasattr(layer, "weight"):
                 params.append(layer.weight)
@@ -128,6 +138,28 @@ class FilterWeights:
 
 
 @dataclass
+class TableWeights:
+    """One block's tabulated filter (:mod:`flashschnet.nn.table`): ``table`` [n, Q, F] as stored, ``scale``
+    [Q, F] float32, the last knot ``r_end``."""
+
+    table: torch.Tensor
+    scale: torch.Tensor
+    r_end: float
+
+    @property
+    def knots(self) -> int:
+        return int(self.table.shape[0])
+
+    @property
+    def order(self) -> int:
+        return int(self.table.shape[1])
+
+
+def is_table(f) -> bool:
+    return isinstance(f, TableWeights)
+
+
+@dataclass
 class NodeWeights:
     """The node-level weights (model dtype; quantized output weights dequantized)."""
 
@@ -139,10 +171,13 @@ class NodeWeights:
 def unpack_params(params: List[torch.Tensor], ints: List[int], floats: List[float],
                   with_filters: bool = True) -> Tuple[NodeWeights, BasisSpec, List[FilterWeights]]:
     """The parts of the packed layout (module docstring). Quantized weights (``ints[5] == 1``) are dequantized
-    into the dtype of the embedding (the model's dtype). ``with_filters=False`` skips the filter networks
+    into the dtype of the embedding (the model's dtype); a compressed model's blocks give :class:`TableWeights`
+    (tables as stored) instead of :class:`FilterWeights`. ``with_filters=False`` skips the filter networks
     (returns an empty list; the per-step call, whose engine holds its own filters)."""
     n_blocks, n_hidden, kind, rbf_env, filt_env, quantized = ints[:6]
-    alpha, lower, rc_rbf, rc_filt, rc_graph, _skin = floats
+    order = int(ints[8]) if len(ints) > 8 else 0        # layouts saved before compression existed have 8 ints
+    alpha, lower, rc_rbf, rc_filt, rc_graph = floats[:5]
+    r_end = float(floats[6]) if len(floats) > 6 else 0.0
     emb, centers, widths = params[0], params[1], params[2]
     dt = emb.dtype
     k = 3
@@ -164,6 +199,11 @@ def unpack_params(params: List[torch.Tensor], ints: List[int], floats: List[floa
     blocks, filters = [], []
     for _ in range(n_blocks):
         blocks.append({"L1": take(), "L2": take(), "b2": take(), "L": take(), "b": take()})
+        if order:
+            table, scale = take(), take()
+            if with_filters:
+                filters.append(TableWeights(table=table, scale=scale, r_end=r_end))
+            continue
         A1, A1q, A1s = weight(with_filters)
         a1 = take()
         A2, A2q, A2s = weight(with_filters)

@@ -83,9 +83,13 @@ def _graphed(eng, wanted: bool):
 
 def _exact_on_cuda(matmul: str, dtype: torch.dtype, filters) -> bool:
     """True (and a one-line note, once per case) when the triton backend is asked for exact products on a GPU
-    -- float64, or ``matmul="ieee"`` -- which its kernels do not run there: the torch backend's engine does."""
+    -- float64, or ``matmul="ieee"`` -- which its kernels do not run there: the torch backend's engine does.
+    Never for tables (a compressed model): their kernels have no matrix products and run float32 and float64."""
+    from .layout import is_table
     from .triton_ops import exact_on_cuda, resolve_dot
 
+    if filters and is_table(filters[0]):
+        return False
     quant = filters[0].A1q.dtype if filters and filters[0].A1q is not None else None
     dot = resolve_dot(matmul, dtype, quant)
     if not exact_on_cuda(dot):

@@ -13,7 +13,9 @@ Three layers, as in the kernels' own module docstring:
   allocates nothing and reads nothing back to the host, so a whole step can be captured in a CUDA graph.
 
 The custom ops :func:`cfconv_fwd` / :func:`cfconv_bwd` (with fake kernels, so they trace) wrap one call of
-each for tests and standalone use; they build plans and a workspace per call.
+each for tests and standalone use; they build plans and a workspace per call. The tabulated-filter kernels of
+compressed models have their plans, launches and ops in :mod:`flashschnet.fused.triton_table_ops` (same
+workspace, flags, reductions and :func:`_run`).
 
 Matrix-product precision (``dot``): ``"ieee"`` (exact, the compute dtype: float64, or float32 by FMA),
 ``"tf32"``, ``"bf16"``, ``"fp16"`` (tensor cores; float32 accumulation). :func:`resolve_dot` turns ``"auto"``
@@ -42,10 +44,14 @@ BLOCK = 16
 #: sm_90, every basis / envelope / matmul variant). Forward: ``maxnreg`` lets ptxas use all 255 registers (left
 #: alone it caps some variants at 168 for occupancy and spills a few dozen bytes). Backward: 8 warps (255
 #: registers x 256 threads just fit the 64K register file), and ``num_stages=2``, with which no variant spills
-#: (with 1, the tf32 variants without envelopes spill 12 bytes)
+#: (with 1, the tf32 variants without envelopes spill 12 bytes). Table kernels (no weight matrices): 8 warps and
+#: ``maxnreg`` (with 4 warps the float32 quintic backward and the float64 quintic forward spill; with 8 and
+#: ptxas's own cap the float32 cubic forward does)
 KERNEL_CONFIGS = {
     "_cfconv_fwd_kernel": {"num_warps": 4, "num_stages": 1, "maxnreg": 255},
     "_cfconv_bwd_kernel": {"num_warps": 8, "num_stages": 2},
+    "_cfconv_table_fwd_kernel": {"num_warps": 8, "num_stages": 1, "maxnreg": 255},
+    "_cfconv_table_bwd_kernel": {"num_warps": 8, "num_stages": 1, "maxnreg": 255},
     "_tile_reduce_kernel": {"num_warps": 4, "num_stages": 1},
     "_tile_flags_kernel": {"num_warps": 4, "num_stages": 1},
 }
@@ -68,6 +74,17 @@ def _kernels():
     from ..kernels import cfconv  # imported late: TRITON_INTERPRET must be set before triton is imported
 
     return cfconv
+
+
+def _kernel(name: str):
+    """The ``@triton.jit`` kernel ``name``: of :mod:`flashschnet.kernels.cfconv`, or a tabulated-filter kernel
+    (:mod:`flashschnet.kernels.cfconv_table`)."""
+    k = _kernels()
+    if hasattr(k, name):
+        return getattr(k, name)
+    from ..kernels import cfconv_table
+
+    return getattr(cfconv_table, name)
 
 
 def pow2(n: int, least: int = 16) -> int:
@@ -273,7 +290,7 @@ class Workspace:
 
 def _run(launch) -> None:
     name, grid, args, meta = launch
-    getattr(_kernels(), name)[grid](*args, **meta, **KERNEL_CONFIGS[name])
+    _kernel(name)[grid](*args, **meta, **KERNEL_CONFIGS[name])
 
 
 def flags_launch(ws: Workspace, pos: torch.Tensor, cutoff: float, skin: float):
@@ -368,7 +385,8 @@ def step_launches(F: int = 128, K: int = 50, basis: str = "gaussian", rbf_env: b
     ``K`` basis functions, that basis and those envelopes: ``[(variant, launch)]`` (``tools/gpu_fit.py``
     compiles them). Variants: matmul tf32 / bf16 / fp16 with float32 weights; channel-wise 16-bit weights with
     products of their own type (with tf32 they are dequantized first: the tf32 kernels), and exact products are
-    not launched on a GPU (:func:`exact_on_cuda`)."""
+    not launched on a GPU (:func:`exact_on_cuda`); and the tabulated-filter kernels
+    (:func:`flashschnet.fused.triton_table_ops.table_step_launches`; also their float64 steps)."""
     dtype = torch.float32
     bp = plan_basis(torch.linspace(0.0, 10.0, K), -torch.ones(K), basis, 1.0, 0.0, 10.0, 10.0, 10.0, rbf_env,
                     filt_env, dtype, device)
@@ -387,7 +405,9 @@ def step_launches(F: int = 128, K: int = 50, basis: str = "gaussian", rbf_env: b
             name = f"{dot}-weights"
         out.append((name, fwd_launch(ws, pos, h, fp, bp)))
         out.append((name, bwd_launch(ws, pos, h, h, fp, bp)))
-    return out
+    from .triton_table_ops import table_step_launches
+
+    return out + table_step_launches(ws, pos, h, F)
 
 
 # ------------------------------------------------------------------------------------------ custom ops

@@ -35,6 +35,7 @@ from ..fused.layout import PackedWeights, config_scalars, fused_unsupported_reas
 from ..names import MATMULS
 from .basis import make_basis, make_envelope
 from .quant import QuantLinear
+from .table import ORDERS, FilterTable, table_end
 
 
 def _activation(name: str) -> nn.Module:
@@ -74,7 +75,7 @@ class MLP(nn.Module):
 class CFConv(nn.Module):
     """Continuous-filter convolution (mlcg ``CFConv``), reference implementation.
 
-    ``forward(x [M, H], rbf [E, K], env [E], src [E], dst [E]) -> [M, H]`` with
+    ``forward(x [M, H], rbf [E, K], env [E], d [E], src [E], dst [E]) -> [M, H]`` with
     ``m_i = sum_{e: dst_e = i} (x_{src_e} L1^T) * (filter(rbf_e) * env_e)``, then ``lin2``.
     """
 
@@ -84,24 +85,43 @@ class CFConv(nn.Module):
         self.lin2 = nn.Linear(filters, hidden, bias=True)
         self.filter_network = MLP([num_rbf, filters, filters], activation, last_bias=False, qdtype=qdtype)
 
-    def forward(self, x, rbf, env, src, dst):
-        w = self.filter_network(rbf) * env.unsqueeze(-1)          # [E, F]  (materialised: reference)
+    def filter(self, rbf, env, d):
+        return self.filter_network(rbf) * env.unsqueeze(-1)      # [E, F]  (materialised: reference)
+
+    def forward(self, x, rbf, env, d, src, dst):
+        w = self.filter(rbf, env, d)
         h = self.lin1(x)                                          # [M, F]
         m = torch.zeros_like(h).index_add_(0, dst, h.index_select(0, src) * w)
         return self.lin2(m)
 
 
+class TabulatedCFConv(CFConv):
+    """A CFConv whose filter is a table of the pair distance (:class:`~flashschnet.nn.table.FilterTable` as
+    ``filter_network``; made by :func:`flashschnet.compress`): ``W_e = table(d_e)``, the envelope included."""
+
+    def __init__(self, hidden: int, filters: int, table: FilterTable):
+        nn.Module.__init__(self)
+        self.lin1 = nn.Linear(hidden, filters, bias=False)
+        self.lin2 = nn.Linear(filters, hidden, bias=True)
+        self.filter_network = table
+
+    def filter(self, rbf, env, d):
+        return self.filter_network(d)
+
+
 class InteractionBlock(nn.Module):
     """mlcg ``InteractionBlock``: conv -> activation -> lin (the residual is added by the caller)."""
 
-    def __init__(self, hidden: int, filters: int, num_rbf: int, activation: str, qdtype: Optional[str] = None):
+    def __init__(self, hidden: int, filters: int, num_rbf: int, activation: str, qdtype: Optional[str] = None,
+                 table: Optional[FilterTable] = None):
         super().__init__()
-        self.conv = CFConv(hidden, filters, num_rbf, activation, qdtype)
+        self.conv = CFConv(hidden, filters, num_rbf, activation, qdtype) if table is None else \
+            TabulatedCFConv(hidden, filters, table)
         self.activation = _activation(activation)
         self.lin = nn.Linear(hidden, hidden)
 
-    def forward(self, x, rbf, env, src, dst):
-        return self.lin(self.activation(self.conv(x, rbf, env, src, dst)))
+    def forward(self, x, rbf, env, d, src, dst):
+        return self.lin(self.activation(self.conv(x, rbf, env, d, src, dst)))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -121,7 +141,10 @@ class CGSchNet(PackedWeights, nn.Module):
         "cosine"|"identity", cutoff_lower, cutoff_upper}}, ``cutoff`` = the filter envelope {kind,
         cutoff_lower, cutoff_upper}, ``cg_mapping`` ("5bead", "ca" or None), ``quantization`` (None or
         ``{"dtype": "float16"|"bfloat16", "per_channel": bool}``: channel-wise 16-bit filter- and
-        output-network weights, see :mod:`flashschnet.nn.quant`; made by :func:`flashschnet.quantize`).
+        output-network weights, see :mod:`flashschnet.nn.quant`; made by :func:`flashschnet.quantize`),
+        ``compression`` (None or ``{"kind": "quintic"|"cubic", "knots": n, "dtype": ...}``: every block's filter
+        network replaced by a table of the distance, see :mod:`flashschnet.nn.table`; made by
+        :func:`flashschnet.compress`).
     backend : str or None
         Which implementation computes energies and forces; chosen in one place
         (:func:`flashschnet.backends.resolve_backend`): "reference", "torch" or "triton"; None: the default
@@ -172,8 +195,15 @@ class CGSchNet(PackedWeights, nn.Module):
         self.embedding_layer = nn.Embedding(int(cfg["embedding_size"]), H)
         self.rbf_layer = make_basis(cfg["rbf"])
         self.cutoff = make_envelope(cfg["cutoff"])
+        comp = cfg["compression"]
+
+        def table() -> Optional[FilterTable]:
+            if comp is None:
+                return None
+            return FilterTable(int(comp["knots"]), ORDERS[str(comp["kind"])], F, str(comp["dtype"]), table_end(cfg))
+
         self.interaction_blocks = nn.ModuleList(
-            [InteractionBlock(H, F, K, act, qdtype) for _ in range(int(cfg["num_interactions"]))]
+            [InteractionBlock(H, F, K, act, qdtype, table()) for _ in range(int(cfg["num_interactions"]))]
         )
         self.output_network = MLP([H] + [int(w) for w in cfg["output_hidden_layer_widths"]] + [1], act,
                                   last_bias=False, qdtype=qdtype)
@@ -235,7 +265,7 @@ class CGSchNet(PackedWeights, nn.Module):
         env = self.cutoff(d)
         x = self.embedding_layer(bead_types).repeat(R, 1)
         for block in self.interaction_blocks:
-            x = x + block(x, rbf, env, src, dst)
+            x = x + block(x, rbf, env, d, src, dst)
         return self.output_network(x).reshape(R, N)
 
     def energy(self, positions: torch.Tensor, bead_types: torch.Tensor) -> torch.Tensor:

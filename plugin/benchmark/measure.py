@@ -1,7 +1,9 @@
 """One benchmark configuration, measured in the current process (run it in a fresh one: see :mod:`.worker`).
 
 A configuration is a plain dict (it travels as JSON): ``pdb``, ``model`` (a file, or None for the built-in
-model of :mod:`.defaults`), ``backend``, ``quantize`` (a variant of :data:`flashschnet.names.VARIANTS`),
+model of :mod:`.defaults`), ``backend``, ``compress`` (a filter-table dtype of
+:data:`flashschnet.transforms.COMPRESSIONS`, optional) and ``compress_knots`` (optional; None: the library's
+default), ``quantize`` (a variant of :data:`flashschnet.names.VARIANTS`),
 ``device``, ``dtype``, ``threads``, ``replicas``, ``warmup`` and ``repeats`` (energy_forces) or ``steps`` and
 ``network_force`` (OpenMM).
 
@@ -81,10 +83,11 @@ def positions(mol, replicas: int, dtype, device):
 
 
 def load(cfg: Dict[str, Any], dtype, device):
-    """The configuration's model (its file, or the built-in one) with its backend and 16-bit variant (and the
-    optional ``matmul`` precision and ``cuda_graph`` switch of the fused backends)."""
+    """The configuration's model (its file, or the built-in one) with its backend, filter tables and 16-bit
+    variant (tables first, as everywhere; and the optional ``matmul`` precision and ``cuda_graph`` switch of the
+    fused backends)."""
     import flashschnet
-    from flashschnet.transforms import apply_variant
+    from flashschnet.transforms import apply_compression, apply_variant
 
     from .defaults import default_model
 
@@ -93,6 +96,7 @@ def load(cfg: Dict[str, Any], dtype, device):
         model = flashschnet.load_model(cfg["model"], backend=cfg["backend"], dtype=dtype, device=device, **opts)
     else:
         model = default_model(backend=cfg["backend"], dtype=dtype, device=device, **opts)
+    model = apply_compression(model, cfg.get("compress") or "none", cfg.get("compress_knots"))
     return apply_variant(model, cfg.get("quantize", "none"))
 
 

@@ -1,13 +1,14 @@
 """A benchmark report: configuration labels, ratios, memory predictions, the printed table and the JSON file.
 
 A report is a dict: ``machine`` (:func:`.machine.machine_info`), ``settings``, ``results`` (one entry per
-energy_forces configuration: ``backend``, ``quantize``, ``replicas``, ``status`` ok|skipped|error and the
-measurement of :func:`.measure.energy_forces` or the ``reason``/``error``), ``ratios``
-(:func:`compute_ratios`), ``openmm`` (one entry per OpenMM run) and ``total_wall_s``.
+energy_forces configuration: ``backend``, ``compress`` (filter-table dtype or "none") and ``compress_knots``,
+``quantize``, ``replicas``, ``status`` ok|skipped|error and the measurement of :func:`.measure.energy_forces` or
+the ``reason``/``error``), ``ratios`` (:func:`compute_ratios`), ``openmm`` (one entry per OpenMM run) and
+``total_wall_s``.
 
-Ratios (speed-up vs reference, memory as % of reference) are given only for R where the unquantized reference
-and the other configuration were both measured in the same invocation; predictions are never shown as
-measurements.
+Ratios (speed-up vs reference, memory as % of reference) are given only for R where the plain reference (no
+filter tables, no 16-bit weights) and the other configuration were both measured in the same invocation;
+predictions are never shown as measurements.
 """
 from __future__ import annotations
 
@@ -17,10 +18,21 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 
-def label(backend: str, quantize: str = "none", matmul: str = "auto", cuda_graph: bool = False) -> str:
-    """A configuration's name in tables and ratios: the backend, with ``+VARIANT`` for 16-bit weights,
-    ``/mm=NAME`` for a matmul precision other than auto and ``/graph`` for CUDA-graph replay."""
-    name = backend if quantize in (None, "none") else f"{backend}+{quantize}"
+#: the label suffix of each filter-table dtype (:data:`flashschnet.transforms.COMPRESSIONS`)
+TABLE_SUFFIX = {"float32": "tab-f32", "float16": "tab-f16", "bfloat16": "tab-bf16"}
+
+
+def label(backend: str, quantize: str = "none", matmul: str = "auto", cuda_graph: bool = False,
+          compress: str = "none") -> str:
+    """A configuration's name in tables and ratios: the backend, with ``+tab-f32`` / ``+tab-f16`` /
+    ``+tab-bf16`` for filter tables (:data:`TABLE_SUFFIX`), then ``+VARIANT`` for 16-bit weights (e.g.
+    ``torch+tab-f32+fp16``), ``/mm=NAME`` for a matmul precision other than auto and ``/graph`` for CUDA-graph
+    replay."""
+    name = backend
+    if compress not in (None, "none"):
+        name += f"+{TABLE_SUFFIX.get(compress, compress)}"
+    if quantize not in (None, "none"):
+        name += f"+{quantize}"
     if matmul not in (None, "auto"):
         name += f"/mm={matmul}"
     return name + ("/graph" if cuda_graph else "")
@@ -28,12 +40,13 @@ def label(backend: str, quantize: str = "none", matmul: str = "auto", cuda_graph
 
 def record_label(r: Dict[str, Any]) -> str:
     """The :func:`label` of a result record."""
-    return label(r["backend"], r.get("quantize", "none"), r.get("matmul", "auto"), r.get("cuda_graph", False))
+    return label(r["backend"], r.get("quantize", "none"), r.get("matmul", "auto"), r.get("cuda_graph", False),
+                 r.get("compress", "none"))
 
 
 def compute_ratios(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """Speed-up vs the unquantized reference and memory as % of it, for every measured configuration whose R
-    the reference was measured at too."""
+    """Speed-up vs the plain reference (no filter tables, no 16-bit weights: label ``reference``) and memory as
+    % of it, for every measured configuration whose R the plain reference was measured at too."""
     ok = {(record_label(r), r["replicas"]): r for r in results if r["status"] == "ok"}
     ratios = []
     for (name, R), r in sorted(ok.items(), key=lambda kv: (kv[0][1], kv[0][0])):
@@ -42,7 +55,8 @@ def compute_ratios(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
             continue
         mem_pct = (100.0 * r["peak_extra_mb"] / ref["peak_extra_mb"]) if ref["peak_extra_mb"] > 0 else None
         ratios.append({
-            "backend": r["backend"], "quantize": r.get("quantize", "none"), "label": name, "replicas": R,
+            "backend": r["backend"], "compress": r.get("compress", "none"), "quantize": r.get("quantize", "none"),
+            "label": name, "replicas": R,
             "speedup_vs_reference": ref["median_ms"] / r["median_ms"],
             "memory_pct_of_reference": mem_pct,
         })
@@ -104,14 +118,15 @@ def format_table(report: Dict[str, Any]) -> str:
     if report["openmm"]:
         lines.append("")
         lines.append("OpenMM (packed replicas, network only, LangevinMiddle 4 fs):")
-        lines.append(f"{'backend':>14}  {'platform':>8}  {'R':>3}  {'steps':>5}  {'ms/step':>10}  "
+        lw = max([14] + [len(record_label(o)) for o in report["openmm"]])
+        lines.append(f"{'backend':>{lw}}  {'platform':>8}  {'R':>3}  {'steps':>5}  {'ms/step':>10}  "
                      f"{'ns/day/rep':>10}  {'ns/day aggr':>11}")
         for o in report["openmm"]:
             if o["status"] != "ok":
-                lines.append(f"{record_label(o):>14}  {o.get('platform', '-'):>8}  {o['replicas']:>3}  {o['steps']:>5}  "
+                lines.append(f"{record_label(o):>{lw}}  {o.get('platform', '-'):>8}  {o['replicas']:>3}  {o['steps']:>5}  "
                              f"{o['status']}: {o.get('error')}")
             else:
-                lines.append(f"{record_label(o):>14}  {o['platform']:>8}  {o['replicas']:>3}  {o['steps']:>5}  "
+                lines.append(f"{record_label(o):>{lw}}  {o['platform']:>8}  {o['replicas']:>3}  {o['steps']:>5}  "
                              f"{o['ms_per_step']:>10.1f}  {o['ns_per_day_per_replica']:>10.4g}  "
                              f"{o['ns_per_day_aggregate']:>11.4g}")
     return "\n".join(lines)

@@ -9,7 +9,8 @@ independent check of the hand-derived backward kernel.
 ``dot`` emulates the kernels' matrix-product precision the way plain PyTorch would do the same products:
 "ieee" exact in the compute dtype; "bf16"/"fp16" operands rounded to the 16-bit type and products accumulated
 in float32; "tf32" operands rounded to tf32's 10-bit mantissa. :func:`tile_flags_ref` is the reference of the
-tile-flag kernel.
+tile-flag kernel. :func:`cfconv_table_fwd_ref` / :func:`cfconv_table_bwd_ref` are those of the tabulated-filter
+ops (:mod:`flashschnet.fused.triton_table_ops`), on :func:`flashschnet.nn.table.table_lookup`.
 """
 from __future__ import annotations
 
@@ -122,6 +123,38 @@ def cfconv_bwd_ref(pos, h, gm, A1, a1, A2, offsets, coeffs, rc_graph: float, rc_
         hh = h.detach().clone().requires_grad_(True)
         m = _aggregate(p, hh, A1.detach(), a1.detach(), A2.detach(), offsets, coeffs, rc_graph, rc_rbf, rc_f, basis,
                        alpha, rbf_env, filt_env, basis_lower, "ieee" if dot == "auto" else dot, A1_scale, A2_scale)
+        gh, g = torch.autograd.grad((gm.detach().to(m.dtype) * m).sum(), (hh, p), allow_unused=True)
+    return (torch.zeros_like(h) if gh is None else gh), (torch.zeros_like(pos) if g is None else g)
+
+
+def _aggregate_table(pos, h, table, scale, r_end, rc_graph):
+    from flashschnet.nn.table import table_lookup
+
+    R, N, F = h.shape
+    dst, src = _dense_pairs(pos, rc_graph)
+    p = pos.reshape(-1, 3)
+    d = (p[src] - p[dst]).norm(dim=-1)
+    W, _ = table_lookup(d, table, scale, r_end, need_derivative=False)
+    hf = h.reshape(-1, F).to(pos.dtype)
+    m = torch.zeros(R * N, F, dtype=pos.dtype, device=pos.device).index_add(0, dst, W * hf[src])
+    return m.reshape(R, N, F)
+
+
+def cfconv_table_fwd_ref(pos, h, table, scale, r_end: float, rc_graph: float, skin: float = 0.0) -> torch.Tensor:
+    """``m_i = sum_j W(d_ij) h_j`` over every ordered pair ``i != j`` of a replica with ``d < rc_graph``, ``W``
+    from :func:`~flashschnet.nn.table.table_lookup` (zero for ``d >= r_end``)."""
+    with torch.no_grad():
+        return _aggregate_table(pos, h, table, scale, r_end, rc_graph)
+
+
+def cfconv_table_bwd_ref(pos, h, gm, table, scale, r_end: float, rc_graph: float,
+                         skin: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(dE/dh, dE/dpos)`` of ``E = sum(gm * cfconv_table_fwd(pos, h))`` by autograd (through the Hermite
+    polynomials' ``t``: independent of the kernels' hand-written ``dW/dd``)."""
+    with torch.enable_grad():
+        p = pos.detach().clone().requires_grad_(True)
+        hh = h.detach().clone().requires_grad_(True)
+        m = _aggregate_table(p, hh, table, scale, r_end, rc_graph)
         gh, g = torch.autograd.grad((gm.detach().to(m.dtype) * m).sum(), (hh, p), allow_unused=True)
     return (torch.zeros_like(h) if gh is None else gh), (torch.zeros_like(pos) if g is None else g)
 

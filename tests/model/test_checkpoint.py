@@ -81,3 +81,51 @@ def test_model_weight_errors(tmp_path, fixture_a):
     ckpt = read_model_file(oracle_path("mlcg_schnet_A.pt"))
     torch.save(dict(ckpt, format_version=99), tmp_path / "future.pt")
     one_line_load_error(tmp_path / "future.pt", "format_version")
+
+
+def _compressed(model64, dtype):
+    from flashschnet import compress
+
+    return compress(model64, knots=64, dtype=dtype, tolerance=1.0)      # a small table: the format, not accuracy
+
+
+def test_compressed_checkpoint_round_trip_is_bitwise(tmp_path, fixture_a, model64):
+    """A compressed model (filter tables) saves as a normal checkpoint and loads back bit for bit: tables,
+    scales, config; a 16-bit table keeps its dtype (also when loaded in float32)."""
+    for dtype in ("float32", "bfloat16"):
+        model = _compressed(model64, dtype)
+        path = tmp_path / f"c_{dtype}.pt"
+        save_checkpoint(path, model)
+        raw = torch.load(path, weights_only=True)
+        assert raw["config"]["compression"] == {"kind": "quintic", "knots": 64, "dtype": dtype}
+        tables = {k: v for k, v in raw["state_dict"].items() if k.endswith(".table")}
+        assert len(tables) == raw["config"]["num_interactions"]
+        assert all(v.dtype == getattr(torch, dtype) and v.shape[0] == 64 for v in tables.values())
+        assert all(raw["state_dict"][k[:-len("table")] + "scale"].dtype == torch.float32 for k in tables)
+        back = load_model(path, dtype=torch.float64, backend="reference")
+        assert back.config == model.config
+        own = model.state_dict()
+        assert set(back.network.state_dict()) == set(own)
+        for k, v in back.network.state_dict().items():
+            assert v.dtype == own[k].dtype and torch.equal(v, own[k]), k
+        pos, types = fixture_a["positions_A"][:2], fixture_a["bead_types"]
+        e1, f1 = model.energy_forces(pos, types)
+        e2, f2 = back.energy_forces(pos, types)
+        assert torch.equal(e1, e2) and torch.equal(f1, f2)
+        single = load_model(path, backend="torch")       # float32 network: the table keeps its storage dtype
+        assert all(single.network.state_dict()[k].dtype == v.dtype for k, v in tables.items())
+
+
+def test_compressed_checkpoint_with_a_table_of_another_dtype_is_refused(tmp_path, model64):
+    model = _compressed(model64, "float16")
+    save_checkpoint(tmp_path / "c.pt", model)
+    raw = torch.load(tmp_path / "c.pt", weights_only=True)
+    key = next(k for k in raw["state_dict"] if k.endswith(".table"))
+    sd = dict(raw["state_dict"], **{key: raw["state_dict"][key].float()})
+    torch.save(dict(raw, state_dict=sd), tmp_path / "float_table.pt")
+    msg = one_line_load_error(tmp_path / "float_table.pt", key)
+    assert "stored as torch.float32" in msg and "torch.float16" in msg
+    cfg = dict(raw["config"], compression=dict(raw["config"]["compression"], dtype="bfloat16"))
+    torch.save(dict(raw, config=cfg), tmp_path / "config_says_bf16.pt")
+    msg = one_line_load_error(tmp_path / "config_says_bf16.pt", key)
+    assert "stored as torch.float16" in msg and "torch.bfloat16" in msg

@@ -115,6 +115,36 @@ def test_matmul_and_cuda_graph_options_reach_the_network(mol, monkeypatch):
     assert system.getNumParticles() == mol.n_beads
 
 
+def test_compress_options_reach_the_network(mol, monkeypatch):
+    """compress / compressKnots give the model the forces are built from filter tables, before quantize."""
+    import flashschnet.openmm.system as system_module
+
+    seen = {}
+    monkeypatch.setattr(system_module, "add_model_forces", lambda system, mol, model, *a, **kw: seen.update(m=model))
+    MLPotential("flashschnet", modelPath=MODEL, compress="float16", compressKnots=64,
+                quantize="fp16").createSystem(cg_topology(mol))
+    assert seen["m"].config["compression"] == {"kind": "quintic", "knots": 64, "dtype": "float16"}
+    assert seen["m"].config["quantization"] == {"dtype": "float16", "per_channel": True}
+    MLPotential("flashschnet", modelPath=MODEL).createSystem(cg_topology(mol))
+    assert seen["m"].config["compression"] is None
+
+
+def test_compress_options_give_the_compressed_model(mol):
+    """compress / compressKnots: the System runs the model with filter tables (applied before quantize), as
+    build_system does with the same model compressed by hand."""
+    from flashschnet.transforms import apply_compression, apply_variant
+
+    system = MLPotential("flashschnet", modelPath=MODEL, compress="float16", compressKnots=64,
+                         quantize="fp16").createSystem(cg_topology(mol))
+    model = apply_variant(apply_compression(load_model(MODEL), "float16", 64), "fp16")
+    assert model.config["compression"] == {"kind": "quintic", "knots": 64, "dtype": "float16"}
+    pos = _perturbed(mol, 1)
+    e1, f1 = _energy_forces(system, pos)
+    e2, f2 = _energy_forces(build_system(mol, model), pos)
+    e3, _ = _energy_forces(MLPotential("flashschnet", modelPath=MODEL).createSystem(cg_topology(mol)), pos)
+    assert e1 == e2 and np.array_equal(f1, f2) and e1 != e3
+
+
 def test_converted_transferable_mlcg_model_matches_mlcg(tmp_path):
     """The real mlcg file (tests/data/oracles/real/), converted, through OpenMM-ML on the CG topology of
     chignolin: energies and forces equal mlcg's own."""
@@ -168,6 +198,9 @@ def test_bad_topologies_and_options_are_one_line_errors(mol, make, kwargs, messa
     ({"modelPath": MODEL, "precision": "half"}, "precision must be"),
     ({"modelPath": MODEL, "quantize": "int4"}, "int4"),
     ({"modelPath": MODEL, "matmul": "int8"}, "matmul must be one of"),
+    ({"modelPath": MODEL, "compress": "fp16"}, "compress must be one of none, float32, float16, bfloat16"),
+    ({"modelPath": MODEL, "compressKnots": 64}, "compressKnots needs a compression"),
+    ({"modelPath": MODEL, "compress": "float32", "compressKnots": 2.5}, "compressKnots must be an integer"),
     ({"modelPath": MODEL, "temperature": 300}, "unknown option(s) temperature"),
 ])
 def test_bad_potential_options(kwargs, message):

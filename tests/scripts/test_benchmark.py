@@ -122,10 +122,93 @@ def test_quantized_rows(tmp_path, capsys):
     assert "torch+fp16" in table and "weights KB" in table
 
 
-def test_bad_quantize_list_is_refused(capsys):
+def test_compressed_rows(tmp_path, capsys):
+    """--compress adds a row per filter-table dtype (label backend+tab-f16) with the table's weights and a ratio
+    to the plain reference; the OpenMM run uses the compressed model too."""
+    out = tmp_path / "c.json"
+    rc = main(["--pdb", str(EXAMPLES / "1L2Y_trpcage.pdb"), "--replicas", "1", "--backends", "reference,torch",
+               "--compress", "none,float16", "--compress-knots", "64", "--repeats", "1", "--warmup", "1",
+               "--openmm-steps", "2", "--openmm-replicas", "1", "--threads", "1", "--device", "cpu",
+               "--out", str(out)])
+    assert rc == 0
+    report = json.loads(out.read_text())
+    assert report["settings"]["compress"] == ["none", "float16"] and report["settings"]["compress_knots"] == 64
+    rows = {(r["backend"], r["compress"]): r for r in report["results"]}
+    assert len(rows) == 4 and all(r["status"] == "ok" and r["outputs_finite"] for r in rows.values())
+    assert all(r["compress_knots"] == (64 if c == "float16" else None) and r["quantize"] == "none"
+               for (_, c), r in rows.items())
+    assert rows[("torch", "float16")]["weights_kb"] < rows[("torch", "none")]["weights_kb"]
+    ratios = {q["label"]: q for q in report["ratios"]}
+    assert set(ratios) == {"torch", "reference+tab-f16", "torch+tab-f16"}
+    ref, tab = rows[("reference", "none")], rows[("torch", "float16")]
+    q = ratios["torch+tab-f16"]
+    assert q["compress"] == "float16" and q["backend"] == "torch"
+    assert abs(q["speedup_vs_reference"] - ref["median_ms"] / tab["median_ms"]) < 1e-9 * q["speedup_vs_reference"]
+    assert {(o["backend"], o["compress"]) for o in report["openmm"]} == set(rows)
+    assert all(o["status"] == "ok" for o in report["openmm"])
+    table = capsys.readouterr().out
+    assert "torch+tab-f16" in table and "reference+tab-f16" in table
+
+
+def test_compression_is_a_configuration_axis(tmp_path, monkeypatch, capsys):
+    """Configurations are compress x quantize x backends (tables first in the label: torch+tab-f32+fp16); every
+    ratio is taken against the plain reference row (no tables, no 16-bit weights) of the same R. The workers are
+    stubbed: this checks the loop, the JSON and the table, not a measurement."""
+    import flashschnet.scripts.benchmark as bench
+    from flashschnet.transforms import DEFAULT_KNOTS
+
+    seen = []
+    ms = {"reference": 100.0, "torch": 10.0}
+
+    def worker(cfg):
+        seen.append(cfg)
+        t = ms[cfg["backend"]] / (2 if cfg["compress"] != "none" else 1) / (4 if cfg["quantize"] != "none" else 1)
+        if cfg["kind"] == "openmm":
+            return {"status": "ok", "platform": "CPU", "ms_per_step": t, "ns_per_day_per_replica": 1.0,
+                    "ns_per_day_aggregate": 1.0}
+        return {"status": "ok", "median_ms": t, "min_ms": t, "times_ms": [t], "ns_per_day_per_replica": 1.0,
+                "ns_per_day_aggregate": 1.0, "peak_extra_mb": 10.0, "weights_kb": 1.0, "outputs_finite": True,
+                "subprocess_wall_s": 0.0}
+
+    monkeypatch.setattr(bench, "_run_worker", worker)
+    out = tmp_path / "axis.json"
+    rc = main(["--pdb", str(EXAMPLES / "1L2Y_trpcage.pdb"), "--replicas", "1", "--backends", "reference,torch",
+               "--compress", "none,float32,bfloat16", "--quantize", "none,fp16", "--openmm-steps", "1",
+               "--openmm-replicas", "1", "--device", "cpu", "--out", str(out)])
+    assert rc == 0
+    combos = [(c["compress"], c["quantize"], c["backend"]) for c in seen if c["kind"] == "energy_forces"]
+    assert combos == [(c, q, b) for c in ("none", "float32", "bfloat16") for q in ("none", "fp16")
+                      for b in ("reference", "torch")]
+    assert [c for c in seen if c["kind"] == "openmm"] and len(seen) == 2 * len(combos)
+    assert all(c["compress_knots"] == (None if c["compress"] == "none" else DEFAULT_KNOTS) for c in seen)
+    report = json.loads(out.read_text())
+    assert report["settings"]["compress"] == ["none", "float32", "bfloat16"]
+    assert report["settings"]["compress_knots"] == DEFAULT_KNOTS
+    ratios = {q["label"]: q for q in report["ratios"]}
+    assert set(ratios) == {"torch", "reference+fp16", "torch+fp16", "reference+tab-f32", "torch+tab-f32",
+                           "reference+tab-f32+fp16", "torch+tab-f32+fp16", "reference+tab-bf16", "torch+tab-bf16",
+                           "reference+tab-bf16+fp16", "torch+tab-bf16+fp16"}
+    assert ratios["torch+tab-f32+fp16"]["speedup_vs_reference"] == 100.0 / (10.0 / 8)
+    assert ratios["reference+tab-bf16"]["speedup_vs_reference"] == 2.0
+    assert ratios["torch+tab-f32"]["memory_pct_of_reference"] == 100.0
+    table = capsys.readouterr().out
+    assert "torch+tab-f32+fp16" in table and "8.00x" in table    # reference+tab-f32+fp16: 100 / 12.5
+
+
+def test_bad_quantize_and_compress_lists_are_refused(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--quantize", "fp8"])
     assert "quantize variants must be among" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--compress", "float32,fp16"])
+    assert "compressions must be among none,float32,float16,bfloat16" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--compress", "float32", "--compress-knots", "2"])
+    assert "--compress-knots" in capsys.readouterr().err
+    assert main(["--compress-knots", "64", "--out", str(tmp_path / "k.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--compress-knots needs a compression" in err[0]
+    assert not (tmp_path / "k.json").exists()
 
 
 def test_builtin_model_has_the_oracle_hyperparameters(fixture_a):

@@ -120,6 +120,8 @@ def test_blow_up_stops_with_a_clear_message_and_keeps_the_checkpoint(tmp_path, c
     ([PDB, "--platform", "NoSuchPlatform"], "platform 'NoSuchPlatform' is not available"),
     ([PDB, "--report-interval", "10", "--checkpoint-interval", "15"], "multiple of --report-interval"),
     ([str(EXAMPLES / "4PTI_bpti.pdb")], "priors were made for"),
+    ([PDB, "--compress-knots", "64"], "--compress-knots needs a compression"),
+    ([PDB, "--compress", "float16", "--compress-knots", "100000"], "knots must be an integer between 4 and 65536"),
 ])
 def test_bad_input_gives_one_line_and_status_2(tmp_path, capsys, args, message):
     argv = [a if a != "missing.pdb" else str(tmp_path / "missing.pdb") for a in args]
@@ -195,3 +197,36 @@ def test_matmul_is_recorded_and_resumes_only_with_it(tmp_path, capsys):
     rc = main([PDB, "--model", MODEL, "--steps", "20", "--out", str(out), "--report-interval", "10", "--quiet",
                "--resume", "--matmul", "bf16"])
     assert rc == 0
+
+
+def test_compression_is_recorded_and_resumes_only_with_it(tmp_path, capsys):
+    """--compress / --compress-knots (filter tables, docs/compression.md) are settings of the run: recorded in
+    run.json, named in the network note, and a resume with another table dtype or knot count is refused; a run
+    written before the options existed resumes as uncompressed."""
+    rc, out = _run(tmp_path, "c", "--compress", "float16", "--compress-knots", "64", steps=10)
+    assert rc == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["compress"] == "float16" and run["compress_knots"] == 64
+    assert "filter tables: quintic float16 table, 64 knots" in capsys.readouterr().err
+    assert md.load(str(out / "replica_000.dcd"), top=str(out / "topology.pdb")).n_frames == 1
+    resume = [PDB, "--model", MODEL, "--steps", "20", "--out", str(out), "--report-interval", "10", "--quiet",
+              "--resume"]
+    for extra, key in ((["--compress", "bfloat16", "--compress-knots", "64"], "compress="),
+                       (["--compress", "float16", "--compress-knots", "128"], "compress_knots="),
+                       (["--compress", "float16"], "compress_knots="),
+                       ([], "compress=")):
+        assert main(resume + extra) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and key in err[0] and "--resume with" in err[0], err
+    assert main(resume + ["--compress", "float16", "--compress-knots", "64"]) == 0
+
+    rc, old = _run(tmp_path, "old", steps=10)          # run.json of a run before --compress existed
+    assert rc == 0
+    run = json.loads((old / "run.json").read_text())
+    assert run["compress"] == "none" and run["compress_knots"] is None
+    del run["compress"], run["compress_knots"]
+    (old / "run.json").write_text(json.dumps(run))
+    capsys.readouterr()
+    assert main([PDB, "--model", MODEL, "--steps", "20", "--out", str(old), "--report-interval", "10", "--quiet",
+                 "--resume"]) == 0
+    assert "filter tables: none" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """tools/gpu_fit.py: the triton backend's per-step kernels, compiled ahead of time for an H100/H200 (sm_90) by
 Triton's own compiler and the ptxas in its wheel, must fit -- no spill, shared memory <= 200 KB, a block's
-registers within the register file, compiled in < 120 s each, the filter network on tensor cores."""
+registers within the register file, compiled in < 120 s each, the filter network on tensor cores (the
+tabulated-filter kernels of compressed models have no matrix products: every criterion but that one)."""
 from __future__ import annotations
 
 import json
@@ -17,6 +18,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import gpu_fit  # noqa: E402
 
 from flashschnet.fused.triton_ops import KERNEL_CONFIGS  # noqa: E402
+from flashschnet.fused.triton_table_ops import TABLE_VARIANTS  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +38,8 @@ def test_every_per_step_kernel_fits_sm90(rows):
     variants = {(r["kernel"], r["variant"]) for r in rows}
     for dot in ("tf32", "bf16", "fp16", "bf16-weights", "fp16-weights"):
         assert ("_cfconv_fwd_kernel", dot) in variants and ("_cfconv_bwd_kernel", dot) in variants
+    for name, *_ in TABLE_VARIANTS:           # cubic/quintic x float32/float16/bfloat16 tables, float32 and float64
+        assert ("_cfconv_table_fwd_kernel", name) in variants and ("_cfconv_table_bwd_kernel", name) in variants
     for r in rows:
         assert set(r) >= {"kernel", "variant", "arch", "regs", "spill_bytes", "shared_bytes", "compile_s",
                           "tensor_cores"}
@@ -46,6 +50,8 @@ def test_every_per_step_kernel_fits_sm90(rows):
         assert r["num_stages"] == KERNEL_CONFIGS[r["kernel"]]["num_stages"]
         if r["kernel"] in gpu_fit.FILTER_KERNELS:
             assert r["tensor_cores"]
+        if r["kernel"] in gpu_fit.TABLE_KERNELS:
+            assert not r["tensor_cores"]                        # a lookup: gathers and FMAs
 
 
 def test_the_criteria_catch_each_problem():
@@ -56,3 +62,8 @@ def test_the_criteria_catch_each_problem():
                          (dict(compile_s=130.0), "compile"), (dict(tensor_cores=False), "tensor-core"),
                          (dict(num_warps=16), "register")):
         assert any(word in p for p in gpu_fit.problems(dict(good, **change))), change
+    table = dict(good, kernel="_cfconv_table_bwd_kernel", variant="quintic-bf16", tensor_cores=False)
+    assert gpu_fit.problems(table) == []                        # no matrix products: no tensor-core criterion
+    for change, word in ((dict(spill_bytes=8), "spill"), (dict(shared_bytes=210 * 1024), "shared"),
+                         (dict(compile_s=130.0), "compile"), (dict(num_warps=16), "register")):
+        assert any(word in p for p in gpu_fit.problems(dict(table, **change))), change

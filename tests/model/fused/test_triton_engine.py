@@ -4,6 +4,7 @@ conftest.py): energies and exact forces vs mlcg's oracle, the reference backend 
 TorchScript and an OpenMM TorchForce calling the custom op; determinism and the device-side Verlet check."""
 from __future__ import annotations
 
+import copy
 import logging
 import sys
 
@@ -12,7 +13,7 @@ import pytest
 import torch
 
 from conftest import assert_forces_match_finite_differences, oracle_path, rel_error, torchforce_energy_forces
-from flashschnet import load_model
+from flashschnet import compress, load_model
 from flashschnet.fused import op as fused_op
 from flashschnet.fused.driver import energy_forces_fused
 from flashschnet.fused.graph import GraphedStep
@@ -190,3 +191,23 @@ def test_cuda_graph_only_wraps_the_sync_free_engine(caplog):
     with caplog.at_level(logging.WARNING, logger="flashschnet"):
         assert fused_op._graphed(TorchPairEngine(basis, filters), True) is None
     assert len(caplog.records) == 1 and "cuda_graph is ignored" in caplog.records[0].getMessage()
+
+
+def test_compressed_model_on_the_table_kernels_matches_reference(model64, fixture_a, caplog):
+    """A compressed model (quintic float32 tables, 64 knots) with backend="triton" -- the tabulated-filter kernels --
+    vs the same tables in the reference backend (autograd through table_lookup), float64; tables never take the
+    exact-on-CUDA detour (no matrix products), in float64 or with matmul='ieee'."""
+    ref = compress(model64, knots=64, tolerance=1.0)
+    tri = copy.deepcopy(ref)
+    tri.backend = "triton"
+    _, _, filters = unpack(tri)
+    fused_op._NOTED.clear()
+    with caplog.at_level(logging.WARNING, logger="flashschnet"):
+        assert not fused_op._exact_on_cuda("auto", torch.float64, filters)
+        assert not fused_op._exact_on_cuda("ieee", torch.float32, filters)
+    assert not caplog.records
+    pos, types = fixture_a["positions_A"][[1, 4]], fixture_a["bead_types"]
+    e1, f1 = ref.energy_forces(pos, types)
+    e2, f2 = tri.energy_forces(pos, types)
+    assert rel_error(e2, e1) < 1e-10 and rel_error(f2, f1) < 1e-10
+    assert rel_error(f1, fixture_a["forces_kcal_mol_A"][[1, 4]]) < 1e-2         # the tables are the model's filters

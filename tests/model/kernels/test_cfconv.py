@@ -15,38 +15,18 @@ import triton  # noqa: E402,F401  (a required dependency: it comes with torch)
 from flashschnet.fused import triton_ops as flash  # noqa: E402
 from helpers import cfconv_reference as ref  # noqa: E402
 from helpers.rbf_probe import flash_rbf  # noqa: E402
+from helpers.kernel_cases import blob, chain, close  # noqa: E402
 
 assert flash.triton_available(), "Triton kernels cannot run here (no CUDA and TRITON_INTERPRET unset)"
 
 # numpy deprecation noise from triton's interpreter, not from this package
 pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
 
-TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
 
 
 @pytest.fixture(autouse=True)
 def poison(poison_buffers):
     """Every output and partial buffer starts as NaN: a missed element fails the comparison."""
-
-
-def close(out, expected, dtype, tol=None):
-    assert not torch.isnan(out).any(), "an output element was never written"
-    tol = tol or TOL[dtype]
-    scale = max(float(expected.abs().max()), 1e-30)
-    torch.testing.assert_close(out, expected, rtol=tol, atol=tol * scale)
-
-
-def chain(R, N, dtype, step=3.8, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    v = torch.randn(R, N, 3, generator=g, dtype=torch.float64)
-    v = v / v.norm(dim=-1, keepdim=True) * step
-    v[:, 0] = 0.0
-    return v.cumsum(1).to(dtype)
-
-
-def blob(R, N, dtype, sigma=4.0, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(R, N, 3, generator=g, dtype=torch.float64) * sigma).to(dtype)
 
 
 def basis_params(basis, K, rc, dtype):

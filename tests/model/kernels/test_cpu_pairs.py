@@ -1,0 +1,123 @@
+"""The fused C pair loops of the torch backend (flashschnet.kernels.cpu_pairs) against the same arithmetic as
+PyTorch ops (the engine with fused_loops=False): message kernels with given filters, table kernels, whole
+models (exact and compressed, float64/float32, 1/2/3 beads and replicas), bitwise repeatability, and the
+fallback when no C compiler works."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+from conftest import rel_error
+from flashschnet import compress
+from flashschnet.fused.driver import energy_forces_fused
+from flashschnet.fused.layout import unpack
+from flashschnet.fused.torch_engine import TorchPairEngine
+from flashschnet.kernels import cpu_pairs
+
+
+def _run(model, pos, types, fused):
+    nw, basis, filters = unpack(model)
+    eng = TorchPairEngine(basis, filters, skin=1.0, chunk=64, fused_loops=fused)
+    return energy_forces_fused(nw, pos.contiguous(), types, eng)
+
+
+@pytest.fixture(scope="module")
+def compressed64(model64):
+    return compress(model64, knots=64, tolerance=1.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
+@pytest.mark.parametrize("which", ["exact", "table-quintic", "table-cubic"])
+def test_fused_loops_equal_pytorch_ops_on_the_oracle_frames(fixture_a, model64, which, dtype):
+    model = model64 if which == "exact" else compress(model64, knots=64, kind=which.split("-")[1], tolerance=1.0)
+    model = model.to(dtype)
+    try:
+        pos, types = fixture_a["positions_A"].to(dtype), fixture_a["bead_types"]
+        e0, f0 = _run(model, pos, types, False)
+        e1, f1 = _run(model, pos, types, True)
+        e2, f2 = _run(model, pos, types, True)
+    finally:
+        model.double()
+    tol = 1e-13 if dtype == torch.float64 else 2e-6
+    assert rel_error(e1, e0) < tol and rel_error(f1, f0) < tol * 10
+    assert torch.equal(e1, e2) and torch.equal(f1, f2)            # repeatable bitwise
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 17])
+def test_sizes_and_replicas(compressed64, model64, n):
+    g = torch.Generator().manual_seed(n)
+    pos = torch.randn(3, n, 3, generator=g, dtype=torch.float64) * 3.0
+    types = torch.arange(n) % 20 + 1
+    for model in (model64, compressed64):
+        e0, f0 = _run(model, pos, types, False)
+        e1, f1 = _run(model, pos, types, True)
+        assert torch.allclose(e1, e0, rtol=1e-13, atol=1e-13) and torch.allclose(f1, f0, rtol=1e-12, atol=1e-13)
+        # replica 1 alone equals replica 1 of the batch
+        e_one, f_one = _run(model, pos[1:2], types, True)
+        assert torch.allclose(e_one, e1[1:2], rtol=1e-13, atol=1e-13)
+
+
+def test_message_kernels_with_given_filters():
+    lib = cpu_pairs.library()
+    assert lib is not None, "a C compiler is part of the test machine"
+    from flashschnet.fused.torch_engine import _Loops
+
+    g = torch.Generator().manual_seed(0)
+    M, F, P = 11, 7, 30
+    i = torch.randint(0, M, (P,), generator=g)
+    j = (i + torch.randint(1, M, (P,), generator=g)) % M
+    W, dW = torch.randn(P, F, generator=g, dtype=torch.float64), torch.randn(P, F, generator=g, dtype=torch.float64)
+    h, gm = torch.randn(M, F, generator=g, dtype=torch.float64), torch.randn(M, F, generator=g, dtype=torch.float64)
+    pos = torch.randn(M, 3, generator=g, dtype=torch.float64)
+    d = torch.linalg.vector_norm(pos[i] - pos[j], dim=-1)
+    loops = _Loops(lib, torch.float64)
+    m = torch.full((M, F), 0.0, dtype=torch.float64)
+    loops.msg_fwd(i, j, W, h, m)
+    ref = torch.zeros(M, F, dtype=torch.float64).index_add_(0, i, W * h[j]).index_add_(0, j, W * h[i])
+    assert torch.allclose(m, ref, rtol=1e-14, atol=1e-14)
+    gh, gpos = torch.zeros(M, F, dtype=torch.float64), torch.zeros(M, 3, dtype=torch.float64)
+    loops.msg_bwd(i, j, W, dW, h, gm, pos, d, gh, gpos)
+    gh_ref = torch.zeros(M, F, dtype=torch.float64).index_add_(0, j, W * gm[i]).index_add_(0, i, W * gm[j])
+    dd = ((gm[i] * h[j] + gm[j] * h[i]) * dW).sum(-1)
+    v = (pos[i] - pos[j]) * (dd / d).unsqueeze(-1)
+    gpos_ref = torch.zeros(M, 3, dtype=torch.float64).index_add_(0, i, v).index_add_(0, j, -v)
+    assert torch.allclose(gh, gh_ref, rtol=1e-14, atol=1e-14) and torch.allclose(gpos, gpos_ref, rtol=1e-13, atol=1e-13)
+
+
+def test_no_compiler_falls_back_to_pytorch_ops_with_a_note(monkeypatch, tmp_path, caplog, fixture_a, compressed64):
+    monkeypatch.setattr(cpu_pairs, "_LIB", None)
+    monkeypatch.setattr(cpu_pairs, "_TRIED", False)
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
+    monkeypatch.setenv("FLASHSCHNET_KERNEL_CACHE", str(tmp_path / "cache"))
+    with caplog.at_level(logging.WARNING, logger="flashschnet"):
+        assert cpu_pairs.library() is None
+    notes = [r.getMessage() for r in caplog.records if "pair kernels could not be built" in r.getMessage()]
+    assert len(notes) == 1 and "\n" not in notes[0]
+    pos, types = fixture_a["positions_A"][:2], fixture_a["bead_types"]
+    e_auto, f_auto = _run(compressed64, pos, types, None)          # auto: PyTorch ops
+    e_ops, f_ops = _run(compressed64, pos, types, False)
+    assert torch.equal(e_auto, e_ops) and torch.equal(f_auto, f_ops)
+    with pytest.raises(RuntimeError, match="fused_loops=True"):
+        _run(compressed64, pos, types, True)
+
+
+def test_split_over_threads_is_deterministic_and_equals_one_thread(monkeypatch, fixture_a, model64, compressed64):
+    import flashschnet.fused.torch_engine as te
+
+    pos, types = fixture_a["positions_A"], fixture_a["bead_types"]
+    threads = torch.get_num_threads()
+    try:
+        for model in (model64, compressed64):
+            torch.set_num_threads(1)
+            e1, f1 = _run(model, pos, types, True)
+            monkeypatch.setattr(te, "MIN_PAIRS_PER_THREAD", 16)      # force a split of this small system
+            torch.set_num_threads(3)
+            e3, f3 = _run(model, pos, types, True)
+            e3b, f3b = _run(model, pos, types, True)
+            monkeypatch.setattr(te, "MIN_PAIRS_PER_THREAD", 4096)
+            assert torch.equal(e3, e3b) and torch.equal(f3, f3b)
+            assert rel_error(e3, e1) < 1e-13 and rel_error(f3, f1) < 1e-12
+    finally:
+        torch.set_num_threads(threads)
