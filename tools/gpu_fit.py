@@ -131,10 +131,11 @@ def problems(row: dict) -> list:
 
 def launches(all_bases: bool):
     from flashschnet.fused.triton_ops import step_launches
+    from flashschnet.fused.triton_table_ops import table_step_launches
 
     if not all_bases:
-        return step_launches()
-    out = []
+        return step_launches() + table_step_launches()
+    out = table_step_launches()          # tables: no basis, no envelopes (both are in the table)
     for basis in ("gaussian", "expnormal"):
         for rbf_env in (True, False):
             for filt_env in (True, False):

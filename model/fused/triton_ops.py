@@ -385,8 +385,8 @@ def step_launches(F: int = 128, K: int = 50, basis: str = "gaussian", rbf_env: b
     ``K`` basis functions, that basis and those envelopes: ``[(variant, launch)]`` (``tools/gpu_fit.py``
     compiles them). Variants: matmul tf32 / bf16 / fp16 with float32 weights; channel-wise 16-bit weights with
     products of their own type (with tf32 they are dequantized first: the tf32 kernels), and exact products are
-    not launched on a GPU (:func:`exact_on_cuda`); and the tabulated-filter kernels
-    (:func:`flashschnet.fused.triton_table_ops.table_step_launches`; also their float64 steps)."""
+    not launched on a GPU (:func:`exact_on_cuda`). The tabulated-filter kernels' launches are
+    :func:`flashschnet.fused.triton_table_ops.table_step_launches` (that module builds on this one)."""
     dtype = torch.float32
     bp = plan_basis(torch.linspace(0.0, 10.0, K), -torch.ones(K), basis, 1.0, 0.0, 10.0, 10.0, 10.0, rbf_env,
                     filt_env, dtype, device)
@@ -405,9 +405,7 @@ def step_launches(F: int = 128, K: int = 50, basis: str = "gaussian", rbf_env: b
             name = f"{dot}-weights"
         out.append((name, fwd_launch(ws, pos, h, fp, bp)))
         out.append((name, bwd_launch(ws, pos, h, h, fp, bp)))
-    from .triton_table_ops import table_step_launches
-
-    return out + table_step_launches(ws, pos, h, F)
+    return out
 
 
 # ------------------------------------------------------------------------------------------ custom ops

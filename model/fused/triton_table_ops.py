@@ -125,14 +125,16 @@ TABLE_VARIANTS = [(f"{kind}-{short}{tag}", Q, tdt, cdt)
                   for short, tdt in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16))]
 
 
-def table_step_launches(ws: Workspace, pos, h, F: int, knots: int = 256):
-    """``[(variant, launch)]``: the forward and backward launches of every :data:`TABLE_VARIANTS` entry for the
-    workspace ``ws`` and tensors ``pos``/``h`` of :func:`~flashschnet.fused.triton_ops.step_launches`."""
+def table_step_launches(F: int = 128, N: int = 284, device="cpu", knots: int = 256):
+    """``[(variant, launch)]``: the forward and backward launches of every :data:`TABLE_VARIANTS` entry for a
+    model of filter width ``F`` and ``N`` beads (``tools/gpu_fit.py`` compiles them, next to
+    :func:`~flashschnet.fused.triton_ops.step_launches`)."""
     out = []
     for name, Q, tdt, cdt in TABLE_VARIANTS:
-        p, hh = pos.to(cdt), h.to(cdt)
-        tp = plan_table(torch.zeros(knots, Q, F, dtype=tdt), torch.ones(Q, F), 10.0, F, cdt, pos.device, 10.0)
-        w = ws if cdt == ws.ref.dtype else Workspace(ws.R, ws.N, F, cdt, pos.device)
+        p = torch.zeros(1, N, 3, dtype=cdt, device=device)
+        hh = torch.zeros(1, N, F, dtype=cdt, device=device)
+        tp = plan_table(torch.zeros(knots, Q, F, dtype=tdt), torch.ones(Q, F), 10.0, F, cdt, device, 10.0)
+        w = Workspace(1, N, F, cdt, device)
         out.append((name, table_fwd_launch(w, p, hh, tp)))
         out.append((name, table_bwd_launch(w, p, hh, hh, tp)))
     return out
