@@ -271,17 +271,14 @@ class TorchPairEngine:
         # shape and every summation order -- are then a function of the positions alone, not of where the
         # Verlet list was last rebuilt, so a run resumed from a checkpoint repeats the uninterrupted run
         # bitwise (and the skin shell is dropped once per step instead of once per block and pass).
-        keep = torch.empty(nl.i.shape[0], dtype=torch.bool, device=positions.device)
+        # the distances of the list's pairs, once per step; those of the kept pairs serve every block and both
+        # passes
+        d = torch.empty(nl.i.shape[0], dtype=positions.dtype, device=positions.device)
         for s in range(0, nl.i.shape[0], self.chunk):
             rij = self.pos.index_select(0, nl.i[s:s + self.chunk]) - self.pos.index_select(0, nl.j[s:s + self.chunk])
-            keep[s:s + self.chunk] = torch.linalg.vector_norm(rij, dim=-1) < self.basis.rc_graph
-        sel = keep.nonzero(as_tuple=True)[0]
-        self.i, self.j = nl.i.index_select(0, sel), nl.j.index_select(0, sel)
-        # the distances, once per step (every block and both passes use them)
-        self.d = torch.empty(self.i.shape[0], dtype=positions.dtype, device=positions.device)
-        for s in range(0, self.i.shape[0], self.chunk):
-            rij = self.pos.index_select(0, self.i[s:s + self.chunk]) - self.pos.index_select(0, self.j[s:s + self.chunk])
-            self.d[s:s + self.chunk] = torch.linalg.vector_norm(rij, dim=-1)
+            d[s:s + self.chunk] = torch.linalg.vector_norm(rij, dim=-1)
+        sel = (d < self.basis.rc_graph).nonzero(as_tuple=True)[0]
+        self.i, self.j, self.d = nl.i.index_select(0, sel), nl.j.index_select(0, sel), d.index_select(0, sel)
         self._radial = None
 
     def _chunks(self, src, with_rij: bool = False):
