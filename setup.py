@@ -51,9 +51,11 @@ EXTRAS = {
     "analysis": ["matplotlib>=3.8", "tables>=3.11"],
     # MLPotential("flashschnet") in OpenMM-ML
     "openmmml": ["openmmml>=1.7,<1.8"],
+    # flashschnet-simulate --workers N / --scheduler ADDRESS: blocks of walkers as Dask actors
+    "cluster": ["dask>=2026.8", "distributed>=2026.8"],
     "test": [r for r in _requirements("requirements-test.txt") if r.startswith(("pytest", "hypothesis"))],
 }
-EXTRAS["all"] = sorted({r for extra in ("martini", "analysis", "openmmml", "test") for r in EXTRAS[extra]})
+EXTRAS["all"] = sorted({r for extra in ("martini", "analysis", "openmmml", "cluster", "test") for r in EXTRAS[extra]})
 EXTRAS["pinned"] = _requirements("requirements.txt")      # the verified versions, exactly
 
 

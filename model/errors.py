@@ -13,3 +13,8 @@ class InputError(FlashSchNetError, ValueError):
 
 class SimulationInstabilityError(FlashSchNetError, RuntimeError):
     """A simulation produced NaN or huge energies/forces. The message names step and replica."""
+
+
+class ClusterError(FlashSchNetError, RuntimeError):
+    """The cluster running an ensemble's blocks cannot go on (no live worker left, the scheduler gone); the
+    run's last checkpoint is intact, so ``--resume`` continues it. The message is one line."""

@@ -31,8 +31,9 @@ import functools
 import os
 import random
 from dataclasses import asdict, dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
+import numpy as np
 import torch
 
 from ..cg.mapping import map_pdb
@@ -50,11 +51,11 @@ from .topology import cg_topology, write_cg_pdb
 #: settings that a resumed run must share with the run it continues
 _FIXED_ON_RESUME = ("pdb", "model", "replicas", "dt_fs", "temperature_K", "friction_per_ps", "report_interval",
                     "checkpoint_interval", "mapping", "platform", "precision", "priors", "backend", "seed", "quantize",
-                    "on_blowup", "matmul", "compress", "compress_knots")
+                    "on_blowup", "matmul", "compress", "compress_knots", "temperatures", "exchange_interval", "blocks")
 
 #: run.json files written before a setting existed resume with its default
 _DEFAULTS_OF_NEWER_KEYS = {"quantize": "none", "on_blowup": "stop", "matmul": "auto", "compress": "none",
-                           "compress_knots": None}
+                           "compress_knots": None, "temperatures": None, "exchange_interval": 500, "blocks": None}
 
 
 @dataclass
@@ -86,6 +87,26 @@ class RunSettings:
     cuda_graph: bool = False                       # replay each network step as a CUDA graph (speed only)
     compress: str = "none"                         # filter tables: none | float32 | float16 | bfloat16
     compress_knots: Optional[int] = None           # knots per table (None: transforms.DEFAULT_KNOTS)
+    temperatures: Optional[str] = None             # parallel tempering: "TMIN:TMAX:N" or "T1,T2,..." (K)
+    exchange_interval: int = 500                   # steps between exchanges (parallel tempering)
+    blocks: Optional[int] = None                   # walkers split into this many packed Contexts (default: workers)
+    workers: Optional[int] = None                  # a local Dask cluster of this many worker processes
+    scheduler: Optional[str] = None                # an existing Dask scheduler's address
+
+    @property
+    def ensemble(self) -> bool:
+        """A parallel-tempering or multi-block run (:mod:`flashschnet.openmm.ensemble`), not the one-Context path."""
+        return bool(self.temperatures) or self.workers is not None or bool(self.scheduler) or self.blocks is not None
+
+    def ladder(self) -> List[float]:
+        """One temperature per walker (K): the ladder, or ``temperature_K`` for each replica."""
+        if self.temperatures:
+            from .ensemble.ladder import check_names, parse_temperatures
+
+            temps = parse_temperatures(self.temperatures)
+            check_names(temps)
+            return temps
+        return [float(self.temperature_K)] * int(self.replicas)
 
     def validate(self) -> None:
         check_run_settings(self, max_dt_fs=50.0)
@@ -103,6 +124,37 @@ class RunSettings:
         if self.matmul not in MATMULS:
             raise InputError(f"--matmul must be one of {', '.join(MATMULS)}, got {self.matmul!r}")
         check_compression(self.compress, self.compress_knots, "--compress", "--compress-knots")
+        if self.ensemble:
+            self._validate_ensemble()
+
+    def _validate_ensemble(self) -> None:
+        if self.workers is not None and self.scheduler:
+            raise InputError("--workers and --scheduler exclude each other: --workers N starts a local Dask cluster, "
+                             "--scheduler ADDRESS uses an existing one")
+        if self.scheduler is not None and not str(self.scheduler).strip():
+            raise InputError("--scheduler is empty; give the scheduler's address, e.g. tcp://10.0.0.5:8786")
+        if self.temperatures and self.replicas != 1:
+            raise InputError(f"--replicas {self.replicas} with --temperatures: parallel tempering runs one walker per "
+                             "temperature; leave --replicas out")
+        walkers = len(self.ladder())
+        if self.workers is not None and not 1 <= self.workers <= walkers:
+            raise InputError(f"--workers {self.workers}: must be between 1 and the number of walkers ({walkers}: "
+                             + ("one per temperature" if self.temperatures else "--replicas") + ")")
+        from .ensemble.driver import check_plan
+
+        check_plan(self.plan(self.out or ".", seed=1))
+
+    def plan(self, out: str, seed: int):
+        """The :class:`~flashschnet.openmm.ensemble.EnsemblePlan` of these settings."""
+        from .ensemble.driver import EnsemblePlan
+
+        blocks = self.blocks if self.blocks is not None else (self.workers or 1)
+        return EnsemblePlan(out=out, steps=self.steps, temperatures_K=self.ladder(),
+                            exchange_interval=self.exchange_interval if self.temperatures else None,
+                            report_interval=self.report_interval, checkpoint_interval=self.checkpoint_interval,
+                            dt_fs=self.dt_fs, friction_per_ps=self.friction_per_ps, seed=seed, blocks=blocks,
+                            platform=self.platform, max_force=self.max_force, on_blowup=self.on_blowup,
+                            threads=self.threads if self.threads else (1 if self.workers or self.scheduler else None))
 
 
 def check_compression(name, knots, option: str, knots_option: str) -> None:
@@ -154,7 +206,8 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     """
     s = settings
     out = run_dir(s.out)
-    for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, inherit=("checkpoint_interval", "seed", "mapping"),
+    for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME,
+                                   inherit=("checkpoint_interval", "seed", "mapping", "blocks"),
                                    defaults=_DEFAULTS_OF_NEWER_KEYS).items():
         setattr(s, key, value)
     s.validate()
@@ -163,6 +216,47 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     if s.threads:
         torch.set_num_threads(int(s.threads))
 
+    if s.ensemble:
+        return _run_ensemble(s, out, resume, progress, echo)
+    cg = prepare(s, s.replicas, echo)
+    mol, R, N = cg.mol, s.replicas, cg.mol.n_beads
+
+    def start(simulation) -> None:
+        write_cg_pdb(mol, os.path.join(out, "topology.pdb"))
+        simulation.context.setPositions(replica_positions_nm(mol, R))
+
+    # 4. run (the scaffold shared with flashschnet-martini) --------------------------------------------------
+    job = MDJob(out=out, settings=s, topology=cg_topology(mol, replicas=R), system=cg.system, replicas=R, particles=N,
+                trajectories=[os.path.join(out, f"replica_{r:03d}.dcd") for r in range(R)],
+                trajectory_topology=cg_topology(mol, replicas=1), masses_amu=mol.masses, start=start,
+                run_json=_run_json(s), label=mol.bead_label, replica_energies=cg.energies,
+                on_blowup=s.on_blowup, reporters=reporters, desc=f"{R} x {N} beads")
+    result = run_job(job, resume=resume, progress=progress, echo=echo)
+    result.notes = list(mol.notes)
+    return result
+
+
+def _run_json(s: RunSettings) -> dict:
+    """What run.json records: the settings but those a resumed run may change (the step count, threads, where
+    the workers are)."""
+    return {k: v for k, v in asdict(s).items() if k not in ("out", "steps", "threads", "workers", "scheduler")}
+
+
+@dataclass
+class CGSetup:
+    """The CG network System of a run, for ``replicas`` packed copies (what :func:`prepare` builds)."""
+
+    model: object
+    mol: object
+    priors: object
+    system: object
+    energies: ReplicaEnergies
+
+
+def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda m: None) -> CGSetup:
+    """Steps 1-3 of a run: the model (with its variants), the CG mapping of the PDB, the priors, and the System
+    of ``replicas`` packed copies with the network module its force runs (which the per-replica energies use
+    too). ``s`` is validated; ``s.mapping`` is set to the mapping used."""
     # 1. model, 2. CG mapping of the PDB ----------------------------------------------------------------
     dtype = getattr(torch, PRECISIONS[s.precision])
     device = "cuda" if s.platform == "CUDA" and torch.cuda.is_available() else "cpu"
@@ -172,7 +266,7 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     mapping = s.mapping or model.config.get("cg_mapping") or "5bead"
     s.mapping = mapping
     mol = map_pdb(s.pdb, mapping=mapping)
-    check_replicas(s.replicas, mol.n_beads)      # before anything of size R is allocated
+    check_replicas(replicas, mol.n_beads)      # before anything of size R is allocated
     for note in mol.notes:
         echo(f"note: {note}")
     priors = _load_priors(s.priors) if s.priors else model.priors_for(mol)
@@ -181,24 +275,78 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
              "unless the network was trained without priors)")
 
     # 3. the System, and the network module its force runs (the log's energies come from it too) ------------
-    R, N = s.replicas, mol.n_beads
     types = torch.as_tensor(mol.bead_types, dtype=torch.long)
-    module = network_module(model, types, R) if s.network_force == "torch" else OpenMMNetwork(model, types, R)
-    system = build_system(mol, model, replicas=R, priors=priors, module=module, network_force=s.network_force)
+    module = (network_module(model, types, replicas) if s.network_force == "torch"
+              else OpenMMNetwork(model, types, replicas))
+    system = build_system(mol, model, replicas=replicas, priors=priors, module=module, network_force=s.network_force)
     echo(f"note: network backend {model.backend} ({device}, {s.precision} precision; 16-bit weights: "
          f"{describe(model.config)}; filter tables: {describe_compression(model.config)})")
+    return CGSetup(model=model, mol=mol, priors=priors, system=system,
+                   energies=ReplicaEnergies(module, mol, priors, replicas, s.platform))
 
-    def start(simulation) -> None:
-        write_cg_pdb(mol, os.path.join(out, "topology.pdb"))
-        simulation.context.setPositions(replica_positions_nm(mol, R))
 
-    # 4. run (the scaffold shared with flashschnet-martini) --------------------------------------------------
-    job = MDJob(out=out, settings=s, topology=cg_topology(mol, replicas=R), system=system, replicas=R, particles=N,
-                trajectories=[os.path.join(out, f"replica_{r:03d}.dcd") for r in range(R)],
-                trajectory_topology=cg_topology(mol, replicas=1), masses_amu=mol.masses, start=start,
-                run_json={k: v for k, v in asdict(s).items() if k not in ("out", "steps", "threads")},
-                label=mol.bead_label, replica_energies=ReplicaEnergies(module, mol, priors, R, s.platform),
-                on_blowup=s.on_blowup, reporters=reporters, desc=f"{R} x {N} beads")
-    result = run_job(job, resume=resume, progress=progress, echo=echo)
-    result.notes = list(mol.notes)
-    return result
+class CGBuilder:
+    """The ensemble builder of a CG run: ``builder(replicas) ->`` :class:`~flashschnet.openmm.ensemble.block.BlockSystem`
+    (picklable: a Dask worker builds its block's System from the settings, loading the model itself)."""
+
+    def __init__(self, settings: RunSettings):
+        self.settings = settings
+
+    def __call__(self, replicas: int):
+        from .ensemble.block import BlockSystem
+
+        # one TorchScript plan per module, as _one_torchscript_plan: a worker process keeps it for its life
+        torch.jit.set_fusion_strategy([("STATIC", 0), ("DYNAMIC", 0)])
+        cg = prepare(self.settings, replicas)
+        mol = cg.mol
+        return BlockSystem(system=cg.system, topology=cg_topology(mol, replicas=replicas),
+                           trajectory_topology=cg_topology(mol, replicas=1), particles=mol.n_beads,
+                           masses_amu=np.asarray(mol.masses, dtype=float),
+                           positions_nm=replica_positions_nm(mol, replicas), energies=cg.energies,
+                           label=mol.bead_label, notes=list(mol.notes))
+
+
+def _run_ensemble(s: RunSettings, out: str, resume: bool, progress: bool, echo: Callable[[str], None]) -> RunResult:
+    """Parallel tempering (``--temperatures``) or an ensemble of blocks on Dask (``--workers``/``--scheduler``):
+    :mod:`flashschnet.openmm.ensemble`. Everything is checked (model, PDB, cluster) before the first file is
+    written."""
+    from .ensemble.driver import LocalBlocks, block_specs, drive
+    from .runner import make_run_dir, write_run_json
+
+    plan = s.plan(out, s.seed)
+    s.blocks = plan.blocks
+    cg = prepare(s, 1, echo)                    # the model and the PDB, checked here before any output
+    mol = cg.mol
+    check_replicas(max(len(sp.walkers) for sp in block_specs(plan)), mol.n_beads)
+    specs = block_specs(plan)
+    builder = CGBuilder(s)
+    if s.workers is not None or s.scheduler:
+        from .ensemble.cluster import DaskBlocks
+
+        blocks = DaskBlocks(builder, specs, workers=s.workers, scheduler=s.scheduler,
+                            threads_per_worker=plan.threads or 1, echo=echo)
+    else:
+        blocks = None
+    try:
+        make_run_dir(out)
+        if not resume:
+            write_run_json(out, _run_json(s))
+            write_cg_pdb(mol, os.path.join(out, "topology.pdb"))
+        if blocks is None:
+            blocks = LocalBlocks(builder, specs)
+        what = (f"parallel tempering: {plan.walkers} walkers at {', '.join(f'{t:.1f}' for t in plan.temperatures_K)} K, "
+                f"exchanges every {plan.exchange_interval} steps" if plan.tempering
+                else f"ensemble: {plan.walkers} replicas")
+        echo(f"note: {what}; {plan.blocks} block(s) of {', '.join(str(len(sp.walkers)) for sp in specs)} walkers"
+             + (f" on {s.workers} local Dask workers" if s.workers else f" on the Dask cluster at {s.scheduler}"
+                if s.scheduler else " in this process"))
+        r = drive(plan, blocks, specs, resume=resume, progress=progress, echo=echo,
+                  trajectory_topology=cg_topology(mol, replicas=1))
+    finally:
+        if blocks is not None:
+            blocks.close()
+    return RunResult(out=out, steps_done=r.steps_done, replicas=r.walkers, n_beads=mol.n_beads,
+                     ns_per_day_per_replica=r.ns_per_day_aggregate / r.walkers, notes=list(mol.notes),
+                     dropped=r.dropped, on_blowup=s.on_blowup, temperatures_K=r.temperatures_K if plan.tempering else [],
+                     acceptance=r.acceptance, rollbacks=r.rollbacks, timings=r.timings)
+

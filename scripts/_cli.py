@@ -135,7 +135,8 @@ def add_run_arguments(p: argparse.ArgumentParser, dt_fs: float, report_interval:
 
 #: optional dependency (import name) -> the extra of setup.py that installs it (``pip install 'flashschnet[X]'``);
 #: martinize2 and insane (extra ``martini``) are run as programs: flashschnet.openmm.martini.prepare names the extra
-EXTRAS = {"matplotlib": "analysis", "tables": "analysis", "openmmml": "openmmml"}
+EXTRAS = {"matplotlib": "analysis", "tables": "analysis", "openmmml": "openmmml", "dask": "cluster",
+          "distributed": "cluster"}
 
 
 def missing_extra_message(module: str) -> str:
@@ -161,13 +162,14 @@ def finish(prog: str, job, summary) -> int:
     0: done (``summary(result)`` is printed); 2: bad input (:class:`InputError`, one line, no traceback) or a
     missing optional dependency (one line naming the extra to install, see :data:`EXTRAS`);
     3: the simulation blew up (:class:`SimulationInstabilityError`; the last good checkpoint is kept);
-    130: interrupted.
+    4: the Dask cluster of an ensemble cannot go on (:class:`ClusterError`: no worker left, the scheduler gone;
+    the last checkpoint is kept); 130: interrupted.
     """
     import sys
 
     import torch  # noqa: F401  (torch before openmm/openmmtorch)
 
-    from flashschnet.errors import InputError, SimulationInstabilityError
+    from flashschnet.errors import ClusterError, InputError, SimulationInstabilityError
 
     err = lambda msg: print(f"{prog}: {msg}", file=sys.stderr)  # noqa: E731
     try:
@@ -183,6 +185,9 @@ def finish(prog: str, job, summary) -> int:
     except SimulationInstabilityError as exc:
         err(f"simulation unstable: {exc}")
         return 3
+    except ClusterError as exc:
+        err(f"cluster failed: {exc}; continue with --resume (the last checkpoint is kept)")
+        return 4
     except KeyboardInterrupt:
         err("interrupted; continue with --resume (the last checkpoint is kept)")
         return 130

@@ -5,9 +5,12 @@
                          [--backend torch|triton|reference] [--quantize none|fp16|bf16|fp16-cast|bf16-cast]
                          [--matmul auto|ieee|tf32|bf16|fp16] [--cuda-graph] [--on-blowup stop|drop]
                          [--compress none|float32|float16|bfloat16] [--compress-knots N]
+                         [--temperatures 300:450:8 | 300,320,345] [--exchange-interval 500]
+                         [--workers N | --scheduler ADDRESS] [--blocks B]
 
 Exit status: 0 done, 2 bad input (one-line message), 3 the simulation blew up (the last good checkpoint is
-kept; the message names step, replica and bead), or with ``--on-blowup drop`` every replica was dropped.
+kept; the message names step, replica and bead), or with ``--on-blowup drop`` every replica was dropped;
+4 the Dask cluster of an ensemble run cannot go on (no worker left; the last checkpoint is kept: --resume).
 """
 from __future__ import annotations
 
@@ -60,6 +63,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="when one replica blows up (NaN, or a force above --max-force): stop the run (default; exit "
                         "status 3, the last good checkpoint is kept) or drop that replica (frozen at its last good "
                         "frame, no more frames or log rows; listed in OUT/dropped.json) and go on with the others")
+    g = p.add_argument_group("parallel tempering and ensembles (docs/ensembles.md)")
+    g.add_argument("--temperatures", default=None, metavar="TMIN:TMAX:N|T1,T2,...",
+                   help="parallel tempering: one walker per temperature (K), a geometric ladder TMIN:TMAX:N or an "
+                        "increasing list; walkers swap temperatures (Metropolis, neighbouring rungs); writes "
+                        "T<K>.dcd per temperature besides replica_WWW.dcd per walker, exchanges.csv, walkers.csv")
+    g.add_argument("--exchange-interval", type=int_type(1), default=500, metavar="STEPS",
+                   help="steps between exchanges (default 500)")
+    g.add_argument("--workers", type=int_type(1), default=None, metavar="N",
+                   help="run the walkers' blocks on a local Dask cluster of N worker processes (pip install "
+                        "'flashschnet[cluster]'); with --temperatures or --replicas")
+    g.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run the blocks on an existing Dask cluster (e.g. tcp://host:8786: dask-jobqueue's "
+                        "SLURMCluster, dask-cuda's LocalCUDACluster); the run directory must be on a shared file system")
+    g.add_argument("--blocks", type=int_type(1), default=None, metavar="B",
+                   help="split the walkers into B packed Contexts (default: --workers, else 1); trajectories depend "
+                        "on the seed and B, not on the number of workers; fixed on --resume")
     add_run_arguments(p, dt_fs=4.0, report_interval=1000, seed_help="random seed for velocities and the integrator",
                       threads_help="PyTorch CPU threads (default: PyTorch's)")
     return p
@@ -77,6 +96,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         precision=args.precision, backend=args.backend, quantize=args.quantize, network_force=args.network_force,
         threads=args.threads, max_force=args.max_force, on_blowup=args.on_blowup, matmul=args.matmul,
         cuda_graph=args.cuda_graph, compress=args.compress, compress_knots=args.compress_knots,
+        temperatures=args.temperatures, exchange_interval=args.exchange_interval, blocks=args.blocks,
+        workers=args.workers, scheduler=args.scheduler,
     )
     return finish("flashschnet-simulate", lambda echo: run(settings, resume=args.resume, progress=not args.quiet,
                                                           echo=echo),
@@ -84,7 +105,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                             f"({r.ns_per_day_per_replica:.3g} ns/day per replica, "
                             f"{r.ns_per_day_per_replica * r.replicas:.3g} aggregate"
                             + (f"; {len(r.dropped)} of {r.replicas} replicas dropped"
-                               if r.on_blowup == "drop" or r.dropped else "") + ")")
+                               if r.on_blowup == "drop" or r.dropped else "")
+                            + (f"; {r.rollbacks} lost block(s) recovered" if r.rollbacks else "") + ")")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ next stages down) and each with a deadline:
    the time left; speed-ups vs this run's reference;
 5. ``openmm`` -- :func:`flashschnet.openmm.benchmark.measure.openmm_loop` with the network as an
    ``openmm.PythonForce`` (the "PythonForce fallback": no openmm-torch on the device), on the first of the
-   CUDA, OpenCL and CPU platforms that loads and runs.
+   CUDA, OpenCL and CPU platforms that loads and runs; then, on that platform, the same System as a
+   parallel-tempering run (:func:`~flashschnet.openmm.benchmark.measure.tempering_loop`: R walkers, an exchange
+   every 10 steps; aggregate ns/day and the per-exchange overhead beside the plain loop's).
 
 Stage *i* must end by ``start + budget * (1 - the later stages' SHARES)``: time a stage leaves goes to the next.
 Before each item a stage checks its deadline (an item it cannot start is a skip); one that overruns it by
@@ -416,6 +418,11 @@ def stage_openmm(args, st: Stage) -> None:
                          network_force="python", platform=name)
             if st.run(f"OpenMM {name} {R} replicas x {steps} steps, PythonForce", lambda: measure.openmm_loop(cfg),
                       **dict(tags, platform=name)):
+                # the same System as R walkers of a parallel-tempering run, an exchange every 10 steps (1-GPU PT row)
+                pt = dict(cfg, kind="tempering", exchange_interval=min(10, steps))
+                st.run(f"OpenMM {name} parallel tempering {R} walkers x {steps} steps, exchange every "
+                       f"{pt['exchange_interval']}, PythonForce", lambda: measure.tempering_loop(pt),
+                       **dict(tags, platform=name, kind="tempering"))
                 break
 
 

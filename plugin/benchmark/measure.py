@@ -16,6 +16,8 @@ default), ``quantize`` (a variant of :data:`flashschnet.names.VARIANTS`),
 * :func:`openmm_loop` -- R packed replicas in one System (network only, no priors), LangevinMiddle 4 fs,
   300 K; ``max(1, warmup)`` steps, then ``steps`` timed ``Simulation.step`` steps on the CPU platform (CUDA
   for a CUDA device; ``platform`` in the configuration names another, e.g. OpenCL).
+* :func:`tempering_loop` -- the same System as R walkers of a parallel-tempering run (the ensemble driver in
+  this process, one block), with an exchange every ``exchange_interval`` steps.
 
 ns/day at a 4 fs time step: per replica ``4e-6 ns * 86400 s / (s per call)``, aggregate ``R *`` that.
 """
@@ -218,5 +220,80 @@ def openmm_loop(cfg: Dict[str, Any]) -> Dict[str, Any]:
     }
 
 
+class _BenchBuilder:
+    """The ensemble builder of :func:`tempering_loop`: R packed replicas of the configuration's structure with its
+    model (network only, no priors), the network force of the configuration, energies from the same module."""
+
+    def __init__(self, cfg: Dict[str, Any]):
+        self.cfg = cfg
+
+    def __call__(self, replicas: int):
+        import flashschnet
+        import numpy as np
+        import torch
+
+        from flashschnet.openmm import build_system, cg_topology, replica_positions_nm
+        from flashschnet.openmm.energies import ReplicaEnergies
+        from flashschnet.openmm.ensemble.block import BlockSystem
+        from flashschnet.openmm.force import OpenMMNetwork, network_module
+
+        cfg = self.cfg
+        model = load(cfg, getattr(torch, cfg["dtype"]), cfg["device"])
+        mol = flashschnet.map_pdb(cfg["pdb"])
+        types = torch.as_tensor(mol.bead_types, dtype=torch.long)
+        python = cfg.get("network_force", "torch") == "python"
+        module = OpenMMNetwork(model, types, replicas) if python else network_module(model, types, replicas)
+        system = build_system(mol, model, replicas=replicas, priors=None, module=module,
+                              network_force="python" if python else "torch")
+        return BlockSystem(system=system, topology=cg_topology(mol, replicas), trajectory_topology=cg_topology(mol, 1),
+                           particles=mol.n_beads, masses_amu=np.asarray(mol.masses, dtype=float),
+                           positions_nm=replica_positions_nm(mol, replicas),
+                           energies=ReplicaEnergies(module, mol, None, replicas, cfg.get("platform") or "CPU"))
+
+
+def tempering_loop(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """Parallel tempering of R walkers (a geometric ladder 300-450 K) in one packed Context: the ensemble driver
+    (:func:`flashschnet.openmm.ensemble.drive`, in this process) for ``steps`` steps with an exchange every
+    ``exchange_interval`` steps (default 10), after a first, untimed run of ``warmup`` steps (rounded up to an
+    exchange) that the timed one resumes; the same integrator, energies and files as flashschnet-simulate
+    --temperatures."""
+    _setup_torch(cfg)
+    import tempfile
+
+    from flashschnet.openmm.ensemble import EnsemblePlan, LocalBlocks, block_specs, drive, geometric_ladder
+
+    R, n = int(cfg["replicas"]), int(cfg["steps"])
+    every = int(cfg.get("exchange_interval") or min(10, n))
+    name = cfg.get("platform") or ("CUDA" if cfg["device"].startswith("cuda") else "CPU")
+    cfg = dict(cfg, platform=name)
+    warm = every * max(1, -(-int(cfg["warmup"]) // every))
+    timed = every * max(1, n // every)
+    with tempfile.TemporaryDirectory() as work:
+        def plan(steps):
+            return EnsemblePlan(out=work, steps=steps, temperatures_K=geometric_ladder(300.0, 450.0, R),
+                                exchange_interval=every, report_interval=every, checkpoint_interval=warm,
+                                dt_fs=4.0, friction_per_ps=1.0, seed=SEED, blocks=1, platform=name,
+                                threads=int(cfg["threads"]) if name == "CPU" else None)
+
+        specs = block_specs(plan(warm))
+        blocks = LocalBlocks(_BenchBuilder(cfg), specs)
+        quiet = lambda m: None  # noqa: E731
+        try:
+            drive(plan(warm), blocks, specs, resume=False, progress=False, echo=quiet)       # warm-up, untimed
+            t0 = time.perf_counter()
+            r = drive(plan(warm + timed), blocks, specs, resume=True, progress=False, echo=quiet)
+            total = time.perf_counter() - t0
+        finally:
+            blocks.close()
+    t = r.timings
+    return {"platform": name, "walkers": R, "steps": timed, "warmup_steps": warm, "exchange_interval": every,
+            "seconds": t["loop"], "ns_per_day_aggregate": r.ns_per_day_aggregate,
+            "ns_per_day_per_replica": r.ns_per_day_aggregate / R,
+            "ms_per_step": t["loop"] * 1e3 / timed, "exchanges": t["exchanges"],
+            "exchange_overhead_ms": 1e3 * (t["advance"] - t["block_steps"] + t["exchange"]) / max(t["segments"], 1),
+            "acceptance_mean": float(sum(r.acceptance) / len(r.acceptance)) if r.acceptance else None,
+            "with_restore_s": total}
+
+
 #: configuration kind -> the function that measures it
-KINDS = {"energy_forces": energy_forces, "openmm": openmm_loop}
+KINDS = {"energy_forces": energy_forces, "openmm": openmm_loop, "tempering": tempering_loop}

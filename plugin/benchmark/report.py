@@ -117,16 +117,18 @@ def format_table(report: Dict[str, Any]) -> str:
             lines.append("  ".join(c.rjust(w) for c, w in zip(row, widths)))
     if report["openmm"]:
         lines.append("")
-        lines.append("OpenMM (packed replicas, network only, LangevinMiddle 4 fs):")
-        lw = max([14] + [len(record_label(o)) for o in report["openmm"]])
+        lines.append("OpenMM (packed replicas, network only, LangevinMiddle 4 fs; +PT: the same as parallel-tempering "
+                     "walkers, an exchange every 10 steps):")
+        label = lambda o: record_label(o) + (" +PT" if o.get("kind") == "tempering" else "")  # noqa: E731
+        lw = max([14] + [len(label(o)) for o in report["openmm"]])
         lines.append(f"{'backend':>{lw}}  {'platform':>8}  {'R':>3}  {'steps':>5}  {'ms/step':>10}  "
                      f"{'ns/day/rep':>10}  {'ns/day aggr':>11}")
         for o in report["openmm"]:
             if o["status"] != "ok":
-                lines.append(f"{record_label(o):>{lw}}  {o.get('platform', '-'):>8}  {o['replicas']:>3}  {o['steps']:>5}  "
+                lines.append(f"{label(o):>{lw}}  {o.get('platform', '-'):>8}  {o['replicas']:>3}  {o['steps']:>5}  "
                              f"{o['status']}: {o.get('error')}")
             else:
-                lines.append(f"{record_label(o):>{lw}}  {o['platform']:>8}  {o['replicas']:>3}  {o['steps']:>5}  "
+                lines.append(f"{label(o):>{lw}}  {o['platform']:>8}  {o['replicas']:>3}  {o['steps']:>5}  "
                              f"{o['ms_per_step']:>10.1f}  {o['ns_per_day_per_replica']:>10.4g}  "
                              f"{o['ns_per_day_aggregate']:>11.4g}")
     return "\n".join(lines)

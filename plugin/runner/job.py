@@ -43,6 +43,10 @@ class RunResult:
     notes: List[str] = field(default_factory=list)
     dropped: List[int] = field(default_factory=list)     # replicas dropped (on_blowup="drop"), in order
     on_blowup: str = "stop"
+    temperatures_K: List[float] = field(default_factory=list)   # parallel tempering: the ladder
+    acceptance: List[float] = field(default_factory=list)       # parallel tempering: accepted fraction per pair
+    rollbacks: int = 0                                          # ensembles: lost blocks and the rollbacks they caused
+    timings: Dict[str, float] = field(default_factory=dict)     # ensembles: EnsembleResult.timings
 
 
 @dataclass

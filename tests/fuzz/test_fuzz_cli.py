@@ -78,6 +78,28 @@ def _run_opts(max_dt: float, sure_dt: float) -> List[Opt]:
     ]
 
 
+#: --temperatures values and their walker counts (None: refused); no random text (it could spell a valid ladder)
+LADDERS = {"300:400:3": 3, "300,350": 2, "300": None, "400,300": None, "0:300:2": None, "nan,300": None,
+           "300,300.01": None, "300:400:1": None, "hot": None, "": None}
+
+
+def _walkers(ctx):
+    """Walkers of the case: its ladder's (with --replicas 1), else --replicas; None when those are refused."""
+    replicas = as_int(ctx.get("--replicas", "1"))
+    if "--temperatures" in ctx:
+        return LADDERS.get(ctx["--temperatures"]) if replicas == 1 else None
+    return replicas if replicas is not None and 1 <= replicas <= 3 else None
+
+
+def _ladder_ok(text, ctx):
+    return LADDERS.get(text) is not None and as_int(ctx.get("--replicas", "1")) == 1
+
+
+def _blocks_ok(text, ctx):
+    v, walkers = as_int(text), _walkers(ctx)
+    return v is not None and walkers is not None and 1 <= v <= walkers
+
+
 def _run_dir_markers(v):
     out = v.get("--out")
     return [os.path.join(out, "run.json"), os.path.join(out, "checkpoint.chk")] if out else []
@@ -100,6 +122,9 @@ SIMULATE = Command(
             one_of("none", "fp16", "bf16", "fp16-cast", "bf16-cast")),
         Opt("--network-force", choices(["torch", "python"]), one_of("torch", "python")),
         Opt("--on-blowup", choices(["stop", "drop"]), one_of("stop", "drop")),
+        Opt("--temperatures", list(LADDERS), _ladder_ok),
+        Opt("--exchange-interval", (INTS), ints(1)),
+        Opt("--blocks", (INTS), _blocks_ok),
     ],
     required=["<pdb>", "--model", "--steps", "--out"],
     markers=_run_dir_markers,

@@ -17,7 +17,7 @@ import pytest
 from conftest import EXAMPLES, ROOT
 
 SOURCES = {"model": "flashschnet", "plugin": "flashschnet.openmm", "scripts": "flashschnet.scripts"}
-OPTIONAL = ("vermouth", "insane", "matplotlib", "tables", "openmmml", "pytest", "hypothesis")
+OPTIONAL = ("vermouth", "insane", "matplotlib", "tables", "openmmml", "dask", "distributed", "pytest", "hypothesis")
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +76,7 @@ def test_core_requirements_leave_the_optional_packages_to_extras(wheel):
     assert names == {"torch", "openmm", "openmmtorch", "numpy", "mdtraj", "tqdm"}, core
     assert not any("==" in r for r in core), core                 # ranges, not pins
     extras = set(re.findall(r'extra == "([\w-]+)"', "\n".join(requires)))
-    assert extras >= {"martini", "analysis", "openmmml", "test", "all", "pinned"}
+    assert extras >= {"martini", "analysis", "openmmml", "cluster", "test", "all", "pinned"}
     for name in OPTIONAL:
         assert any(r.lower().startswith(name) and 'extra == "all"' in r for r in requires), name
 

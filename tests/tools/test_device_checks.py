@@ -71,7 +71,7 @@ def test_compile_and_correctness_numbers(smoke):
 
 
 def test_timings_and_openmm_numbers(smoke):
-    report, _ = smoke
+    report, stdout = smoke
     rows = report["timings"]
     assert [(r["backend"], r["quantize"], r["replicas"]) for r in rows] == [
         (b, q, R) for R in (1, 2) for b, q in (("reference", "none"), ("torch", "none"), ("torch", "bf16"))]
@@ -82,10 +82,15 @@ def test_timings_and_openmm_numbers(smoke):
     assert {(q["label"], q["replicas"]) for q in report["ratios"]} == {(n, R) for n in ("torch", "torch+bf16")
                                                                       for R in (1, 2)}
     assert all(q["speedup_vs_reference"] > 0 for q in report["ratios"])
-    (run,) = report["openmm"]
+    run, pt = report["openmm"]
     assert run["platform"] == "CPU" and run["replicas"] == 2 and run["steps"] == 3
     assert run["network_force"].startswith("PythonForce fallback") and run["positions_finite"]
     assert run["ns_per_day_aggregate"] == pytest.approx(2 * run["ns_per_day_per_replica"]) and run["ms_per_step"] > 0
+    # the 1-GPU parallel-tempering row: the same System as 2 walkers, an exchange every 3 steps
+    assert pt["kind"] == "tempering" and pt["platform"] == "CPU" and pt["walkers"] == 2 and pt["steps"] == 3
+    assert pt["exchanges"] == 1 and pt["exchange_interval"] == 3 and pt["ns_per_day_aggregate"] > 0
+    assert pt["ns_per_day_aggregate"] == pytest.approx(2 * pt["ns_per_day_per_replica"])
+    assert " +PT" in stdout
 
 
 def test_past_deadlines_are_recorded_as_skips(tmp_path):

@@ -1,0 +1,94 @@
+"""The files the driving process writes for an ensemble run, and the run's checkpoint.
+
+* ``log.csv``: one row per walker per report -- ``step, time_ps, replica, potential_energy_kJ_mol,
+  temperature_K`` (kinetic), ``ns_per_day`` (per walker), ``thermostat_K`` (the walker's ladder temperature
+  during the segment that ends at this step);
+* ``exchanges.csv`` (parallel tempering): one row per tried swap -- ``step, pair`` (rungs ``pair`` and
+  ``pair+1``), ``T_lo_K, T_hi_K, walker_lo, walker_hi`` (before the swap), ``probability, accepted`` (0/1);
+* ``walkers.csv`` (parallel tempering): one row per report -- ``step`` and, per rung, the walker that was at
+  that rung during the segment ending at this step (so rung ``k``'s frame of that step is that walker's);
+* ``checkpoint.chk``: the run's checkpoint -- the step, the exchange state (who is where, the counters, the
+  generator), the bytes of the three files above that belong to it and the walkers dropped; the blocks' own
+  checkpoints of that step are ``blocks/block_BBB.sSTEP.chk``.
+
+The CSV files are appended, flushed per row and fsynced before a checkpoint that records their sizes; a resumed
+(or rolled-back) run cuts them back to those sizes.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import struct
+from typing import Dict, List, Optional, Sequence
+
+from ..reporters.checkpoint import CHECKPOINT_MAGIC, fsync_dir, read_checkpoint
+
+LOG_COLUMNS = ["step", "time_ps", "replica", "potential_energy_kJ_mol", "temperature_K", "ns_per_day", "thermostat_K"]
+EXCHANGE_COLUMNS = ["step", "pair", "T_lo_K", "T_hi_K", "walker_lo", "walker_hi", "probability", "accepted"]
+
+
+class AppendCSV:
+    """A CSV file the run appends rows to (header written when new; :meth:`cut` back to a byte size)."""
+
+    def __init__(self, path: str, columns: Sequence[str], size: Optional[int] = None):
+        self.path = path
+        if size is not None:
+            self.cut(path, size)
+            self._file = open(path, "a", newline="")
+        else:
+            self._file = open(path, "w", newline="")
+            csv.writer(self._file).writerow(columns)
+            self._file.flush()
+        self._writer = csv.writer(self._file)
+
+    @staticmethod
+    def cut(path: str, size: int) -> None:
+        with open(path, "r+b") as f:
+            if os.fstat(f.fileno()).st_size < size:
+                from ...errors import InputError
+
+                raise InputError(f"{path}: shorter than the checkpoint records ({size} bytes); the file lost data "
+                                 "the checkpoint relies on; start a new run")
+            f.truncate(size)
+
+    def rows(self, rows: List[list]) -> None:
+        self._writer.writerows(rows)
+        self._file.flush()
+
+    def size(self) -> int:
+        self._file.flush()
+        return self._file.tell()
+
+    def sync(self) -> int:
+        """fsync; return the size."""
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        return self._file.tell()
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+
+
+def write_run_checkpoint(path: str, meta: Dict[str, object]) -> None:
+    """The run's checkpoint: CHECKPOINT_MAGIC, the header length, the JSON header, no OpenMM state (that is in
+    the blocks' files); atomic (temporary file, fsync, rename, directory fsync)."""
+    header = json.dumps(meta).encode()
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(CHECKPOINT_MAGIC + struct.pack("<Q", len(header)) + header)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def read_run_checkpoint(path: str) -> Dict[str, object]:
+    meta, _ = read_checkpoint(path)
+    if "ensemble" not in meta:
+        from ...errors import InputError
+
+        raise InputError(f"{path}: not the checkpoint of an ensemble run (a run without --temperatures/--workers); "
+                         "resume it with the settings it was started with")
+    return meta

@@ -1,0 +1,29 @@
+"""tools/ensemble_scaling.py (docs/ensembles.json): its --quick run on 2 walkers measures every configuration
+(one process, 1 and 2 Dask workers, two exchange intervals, a pure ensemble) and the per-exchange breakdown."""
+from __future__ import annotations
+
+import importlib.util
+import json
+
+from conftest import ROOT
+
+
+def test_quick_scaling_report(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("ensemble_scaling", ROOT / "tools" / "ensemble_scaling.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    out = tmp_path / "ensembles.json"
+    assert tool.main(["--quick", "--steps", "200", "--walkers", "2", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    names = [r["config"] for r in report["rows"]]
+    assert names == [f"{p}-x{e}" for p in ("process-2threads", "process-1thread", "dask-1worker", "dask-2workers")
+                     for e in (100, 10)] + ["dask-2workers-ensemble"]
+    for r in report["rows"]:
+        assert r["steps"] == 200 and r["ns_per_day_aggregate"] > 0 and r["t_segments"] > 0
+        assert r["t_exchanges"] == (0 if r["exchange_interval"] is None else 200 // r["exchange_interval"])
+        assert len(r["acceptance"]) == (0 if r["exchange_interval"] is None else 1)
+        assert r["t_advance"] >= r["t_block_steps"] > 0
+    assert set(report["overhead"]) == {"process-2threads", "process-1thread", "dask-1worker", "dask-2workers"}
+    assert all(o["energy_eval_ms"] > 0 and o["step_ms"] > 0 for o in report["overhead"].values())
+    printed = capsys.readouterr().out
+    assert "per exchange (wall fit) ms" in printed and "dask-2workers-ensemble" in printed
