@@ -24,6 +24,11 @@ kept); ``"drop"`` freezes the replica at fault at its last good frame and the ot
 
 The log's per-replica potential energies come from the code that drives the dynamics: the network module the
 TorchForce (or PythonForce) runs and OpenMM's own prior forces (:class:`~flashschnet.openmm.energies.ReplicaEnergies`).
+
+Parallel tempering and ensembles (``temperatures``, ``workers``, ``scheduler`` or ``blocks`` set) go through
+:mod:`flashschnet.openmm.ensemble` instead: :func:`prepare` builds the same System for each block
+(:class:`CGBuilder`, picklable for Dask workers) and the ensemble driver runs them; the directory then also holds
+``T<K>.dcd`` per temperature, ``exchanges.csv``, ``walkers.csv`` and ``blocks/`` (docs/ensembles.md).
 """
 from __future__ import annotations
 
