@@ -42,6 +42,7 @@ CORE = [
     "openmmtorch>=1.5,<1.6",
     "numpy>=1.26,<2.4",
     "mdtraj>=1.11,<2",
+    "pdbfixer>=1.12,<2",   # flashschnet.openmm.cleaning (both engines read the PDB it cleans)
     "tqdm>=4.66",
 ]
 EXTRAS = {

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import InputError
 from .analysis import native_dssp, structure_metrics
+from .cleaning import CLEANED_NAME, clean_pdb
 from .rundir import RunDir, backbone_beads, pdb_positions, read_log, read_pdb
 
 MARTINI_DT_FS = 20.0
@@ -49,6 +50,7 @@ class CompareSettings:
     priors: Optional[str] = None
     backend: Optional[str] = None
     analyse_only: bool = False           # re-analyse the runs already in OUT
+    go: bool = False                     # MARTINI with martinize2's Go model instead of the elastic network
 
     def steps(self, ns: float, dt_fs: float) -> tuple:
         """(steps, report interval) for ``ns`` at ``dt_fs``: ``frames`` frames, steps a multiple of the interval."""
@@ -84,7 +86,8 @@ def analyse_martini(run_dir: str) -> Dict[str, object]:
     cfg = rd.run_json()
     return {"frames": rd.frames(0, rd.backbone())[None], "native": native, "dt_fs": cfg["dt_fs"],
             "interval": cfg["report_interval"], "replicas": 1, "particles": rd.topology().n_atoms,
-            "protein_beads": cg.n_atoms, "salt_molar": cfg["salt_molar"],
+            "protein_beads": cg.n_atoms, "salt_molar": cfg["salt_molar"], "go": bool(cfg.get("go", False)),
+            "elastic": bool(cfg.get("elastic", True)),
             "speed": log_speed(rd.log_path, cfg["dt_fs"])}
 
 
@@ -128,6 +131,23 @@ def _fmt(s: Dict[str, float], digits: int = 3) -> str:
     return "n/a" if not np.isfinite(s["mean"]) else f"{s['mean']:.{digits}f} ± {s['sd']:.{digits}f}"
 
 
+def _structure_line(structures: Optional[Dict[str, object]]) -> str:
+    if not structures or structures.get("same") is None:
+        return "Input: the PDB as each run read it (run directories without `cleaned.pdb`)."
+    digest = next(iter(structures["sha256"].values()))
+    if structures["same"]:
+        return (f"Input: both engines read the same cleaned structure (`cleaned.pdb`, sha256 `{digest[:12]}`; "
+                "`flashschnet.openmm.cleaning`).")
+    return "Input: **the two runs read different cleaned structures** (see comparison.json)."
+
+
+def _tertiary(m: Dict[str, object]) -> str:
+    """What holds MARTINI's tertiary structure in the run ``m``."""
+    if m.get("go"):
+        return "Go model"
+    return "elastic network" if m.get("elastic", True) else "no elastic network"
+
+
 def markdown(result: Dict[str, object]) -> str:
     m, f = result["martini"], result["flashschnet"]
     ms, fs = m["summary"], f["summary"]
@@ -138,7 +158,7 @@ def markdown(result: Dict[str, object]) -> str:
         "",
         "| | MARTINI 3 | FlashSchNet |",
         "|---|---|---|",
-        f"| model | martinize2 (DSSP, elastic network), W + {m['salt_molar']:g} M NaCl | {result['model_description']} |",
+        f"| model | martinize2 (DSSP, {_tertiary(m)}), W + {m['salt_molar']:g} M NaCl | {result['model_description']} |",
         f"| particles per replica | {m['particles']} ({m['protein_beads']} protein beads) | {f['particles']} beads |",
         f"| time step | {m['dt_fs']:g} fs | {f['dt_fs']:g} fs |",
         f"| replicas in one Context | 1 | {f['replicas']} |",
@@ -150,6 +170,8 @@ def markdown(result: Dict[str, object]) -> str:
         f"| mean per-residue RMSF, nm | {ms['rmsf_mean_nm']:.3f} | {fs['rmsf_mean_nm']:.3f} |",
         f"| native contacts Q ({ms['n_native_contacts']} / {fs['n_native_contacts']} contacts) | {_fmt(ms['q'])} | {_fmt(fs['q'])} |",
         f"| secondary-structure retention | {_fmt(ms['ss_retention'])} | {_fmt(fs['ss_retention'])} |",
+        "",
+        _structure_line(result.get("structures")),
         "",
         f"Aggregate speed ratio FlashSchNet / MARTINI: {agg_f / agg_m:.3g}. Structure values: mean ± sd over the second "
         "half of each run's frames (pooled over replicas), one bead per residue (BB / CA) against that model's own "
@@ -201,6 +223,21 @@ def plot(result: Dict[str, object], path: str) -> None:
     plt.close(fig)
 
 
+def same_structure(paths: Dict[str, str], echo: Callable[[str], None] = print) -> Dict[str, object]:
+    """Whether the runs read the same cleaned structure: ``{"same": bool or None, "sha256": {run: hex or None}}``
+    (None where a run directory predates the cleaning step and has no ``cleaned.pdb``); a difference is echoed."""
+    import hashlib
+
+    digests = {name: (hashlib.sha256(open(p, "rb").read()).hexdigest() if os.path.isfile(p) else None)
+               for name, p in paths.items()}
+    known = [d for d in digests.values() if d is not None]
+    same = None if len(known) < len(digests) else len(set(known)) == 1
+    if same is False:
+        echo("note: the two runs read different cleaned structures (" + ", ".join(paths.values()) + "); were they "
+             "made by different versions of flashschnet or pdbfixer?")
+    return {"same": same, "sha256": digests}
+
+
 def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
             echo: Callable[[str], None] = print) -> Dict[str, object]:
     """Run (unless ``analyse_only``) both simulations and write the report; returns the result dict."""
@@ -219,7 +256,7 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
                 raise InputError(f"{d}: already holds a run; re-analyse it with --analyse-only or choose another --out")
         if s.replicas < 1 or s.frames < 1 or s.martini_ns <= 0 or s.flashschnet_ns <= 0:
             raise InputError("--replicas and --frames must be >= 1 and the simulated times positive")
-        from ..cg import map_pdb
+        from ..cg import map_pdb_text
         from ..checkpoint import load_model
         from ..limits import check_replicas
         from .martini.run import MartiniSettings, run_martini
@@ -230,7 +267,7 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
         steps, interval = s.steps(s.martini_ns, MARTINI_DT_FS)
         martini = MartiniSettings(pdb=s.pdb, forcefield_dir=s.forcefield_dir, out=dirs["martini"], steps=steps,
                                   platform=s.platform, seed=s.seed, dt_fs=MARTINI_DT_FS, report_interval=interval,
-                                  threads=s.threads)
+                                  threads=s.threads, go=s.go, elastic=not s.go)
         steps, interval = s.steps(s.flashschnet_ns, FLASHSCHNET_DT_FS)
         flash = RunSettings(pdb=s.pdb, model=s.model, out=dirs["flashschnet"], steps=steps, replicas=s.replicas,
                             platform=s.platform, seed=s.seed, dt_fs=FLASHSCHNET_DT_FS, report_interval=interval,
@@ -238,7 +275,9 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
         martini.validate()
         flash.validate()
         model = load_model(s.model)
-        check_replicas(s.replicas, map_pdb(s.pdb, mapping=model.config.get("cg_mapping") or "5bead").n_beads)
+        cleaned = clean_pdb(s.pdb)             # what both runs will map (each cleans the PDB the same way)
+        check_replicas(s.replicas, map_pdb_text(cleaned.text, source=s.pdb,
+                                                mapping=model.config.get("cg_mapping") or "5bead").n_beads)
         if s.priors:
             from ..priors import load_priors
 
@@ -256,8 +295,12 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
     result: Dict[str, object] = {"pdb": os.path.abspath(s.pdb), "model": os.path.abspath(s.model),
                                  "model_description": desc.split(".")[0], "machine": machine or "unknown",
                                  "platform": s.platform, "settings": asdict(s)}
+    structures = {"martini": os.path.join(dirs["martini"], "system", CLEANED_NAME),
+                  "flashschnet": os.path.join(dirs["flashschnet"], CLEANED_NAME)}
+    result["structures"] = same_structure(structures, echo)
+    native = structures["flashschnet"] if os.path.isfile(structures["flashschnet"]) else s.pdb
     try:
-        ss = native_dssp(s.pdb)
+        ss = native_dssp(native)
     except Exception as exc:            # mdtraj cannot read every PDB our mapping reads: report without SS
         echo(f"note: no DSSP of {s.pdb} ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
              "secondary-structure retention is not reported")

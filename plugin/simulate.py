@@ -4,6 +4,7 @@
 data flow. Output directory layout::
 
     DIR/run.json            the run's settings (a resumed run must match them)
+    DIR/cleaned.pdb         the PDB as cleaned for both engines (:mod:`flashschnet.openmm.cleaning`); what was mapped
     DIR/topology.pdb        the CG structure (one replica), for loading the DCDs
     DIR/replica_000.dcd     one trajectory per replica
     DIR/log.csv             step, time_ps, replica, potential_energy_kJ_mol, temperature_K, ns_per_day
@@ -41,12 +42,13 @@ from typing import Callable, List, Optional, Sequence
 import numpy as np
 import torch
 
-from ..cg.mapping import map_pdb
+from ..cg.mapping import map_pdb_text
 from ..checkpoint import load_model
 from ..errors import InputError
 from ..limits import check_replicas
 from ..names import COMPRESSIONS, MATMULS, NETWORK_FORCES, ON_BLOWUP, PRECISIONS
 from ..transforms import apply_compression, apply_variant, describe, describe_compression, variant
+from .cleaning import CLEANED_NAME, CleanedStructure, clean_pdb
 from .energies import ReplicaEnergies
 from .force import OpenMMNetwork, network_module
 from .runner import MDJob, RunResult, check_run_settings, open_run_dir, run_dir, run_job
@@ -221,12 +223,14 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     if s.threads:
         torch.set_num_threads(int(s.threads))
 
+    structure = run_structure(s, out, resume, echo)
     if s.ensemble:
-        return _run_ensemble(s, out, resume, progress, echo)
-    cg = prepare(s, s.replicas, echo)
+        return _run_ensemble(s, out, resume, progress, echo, structure)
+    cg = prepare(s, s.replicas, echo, structure)
     mol, R, N = cg.mol, s.replicas, cg.mol.n_beads
 
     def start(simulation) -> None:
+        structure.write(os.path.join(out, CLEANED_NAME))
         write_cg_pdb(mol, os.path.join(out, "topology.pdb"))
         simulation.context.setPositions(replica_positions_nm(mol, R))
 
@@ -258,10 +262,28 @@ class CGSetup:
     energies: ReplicaEnergies
 
 
-def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda m: None) -> CGSetup:
-    """Steps 1-3 of a run: the model (with its variants), the CG mapping of the PDB, the priors, and the System
-    of ``replicas`` packed copies with the network module its force runs (which the per-replica energies use
-    too). ``s`` is validated; ``s.mapping`` is set to the mapping used."""
+def run_structure(s: RunSettings, out: str, resume: bool, echo: Callable[[str], None] = lambda m: None) -> CleanedStructure:
+    """The structure a run maps. A new run cleans ``s.pdb`` (:func:`~flashschnet.openmm.cleaning.clean_pdb`, its
+    notes echoed; nothing is written: the run writes ``OUT/cleaned.pdb`` once its directory exists). A resumed run
+    maps its own ``OUT/cleaned.pdb``; a run directory from before the cleaning step has none, and its PDB is
+    mapped as read, as it was then."""
+    path = os.path.join(out, CLEANED_NAME)
+    if resume and os.path.isfile(path):
+        return CleanedStructure.from_file(path)
+    if resume:
+        return CleanedStructure.from_file(s.pdb)
+    structure = clean_pdb(s.pdb)
+    for note in structure.notes:
+        echo(f"note: {note}")
+    return structure
+
+
+def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda m: None,
+            structure: Optional[CleanedStructure] = None) -> CGSetup:
+    """Steps 1-3 of a run: the model (with its variants), the CG mapping of the structure, the priors, and the
+    System of ``replicas`` packed copies with the network module its force runs (which the per-replica energies
+    use too). ``structure``: what to map (default: ``s.pdb`` cleaned now). ``s`` is validated; ``s.mapping`` is
+    set to the mapping used."""
     # 1. model, 2. CG mapping of the PDB ----------------------------------------------------------------
     dtype = getattr(torch, PRECISIONS[s.precision])
     device = "cuda" if s.platform == "CUDA" and torch.cuda.is_available() else "cpu"
@@ -270,7 +292,9 @@ def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda 
     model = apply_variant(apply_compression(model, s.compress, s.compress_knots), s.quantize)
     mapping = s.mapping or model.config.get("cg_mapping") or "5bead"
     s.mapping = mapping
-    mol = map_pdb(s.pdb, mapping=mapping)
+    if structure is None:
+        structure = clean_pdb(s.pdb)
+    mol = map_pdb_text(structure.text, source=structure.source, mapping=mapping)
     check_replicas(replicas, mol.n_beads)      # before anything of size R is allocated
     for note in mol.notes:
         echo(f"note: {note}")
@@ -294,15 +318,16 @@ class CGBuilder:
     """The ensemble builder of a CG run: ``builder(replicas) ->`` :class:`~flashschnet.openmm.ensemble.block.BlockSystem`
     (picklable: a Dask worker builds its block's System from the settings, loading the model itself)."""
 
-    def __init__(self, settings: RunSettings):
+    def __init__(self, settings: RunSettings, structure: CleanedStructure):
         self.settings = settings
+        self.structure = structure
 
     def __call__(self, replicas: int):
         from .ensemble.block import BlockSystem
 
         # one TorchScript plan per module, as _one_torchscript_plan: a worker process keeps it for its life
         torch.jit.set_fusion_strategy([("STATIC", 0), ("DYNAMIC", 0)])
-        cg = prepare(self.settings, replicas)
+        cg = prepare(self.settings, replicas, structure=self.structure)
         mol = cg.mol
         return BlockSystem(system=cg.system, topology=cg_topology(mol, replicas=replicas),
                            trajectory_topology=cg_topology(mol, replicas=1), particles=mol.n_beads,
@@ -311,7 +336,8 @@ class CGBuilder:
                            label=mol.bead_label, notes=list(mol.notes))
 
 
-def _run_ensemble(s: RunSettings, out: str, resume: bool, progress: bool, echo: Callable[[str], None]) -> RunResult:
+def _run_ensemble(s: RunSettings, out: str, resume: bool, progress: bool, echo: Callable[[str], None],
+                  structure: CleanedStructure) -> RunResult:
     """Parallel tempering (``--temperatures``) or an ensemble of blocks on Dask (``--workers``/``--scheduler``):
     :mod:`flashschnet.openmm.ensemble`. Everything is checked (model, PDB, cluster) before the first file is
     written."""
@@ -320,11 +346,11 @@ def _run_ensemble(s: RunSettings, out: str, resume: bool, progress: bool, echo: 
 
     plan = s.plan(out, s.seed)
     s.blocks = plan.blocks
-    cg = prepare(s, 1, echo)                    # the model and the PDB, checked here before any output
+    cg = prepare(s, 1, echo, structure)         # the model and the PDB, checked here before any output
     mol = cg.mol
     check_replicas(max(len(sp.walkers) for sp in block_specs(plan)), mol.n_beads)
     specs = block_specs(plan)
-    builder = CGBuilder(s)
+    builder = CGBuilder(s, structure)         # the cleaned text travels with it (no shared /tmp needed)
     if s.workers is not None or s.scheduler:
         from .ensemble.cluster import DaskBlocks
 
@@ -336,6 +362,7 @@ def _run_ensemble(s: RunSettings, out: str, resume: bool, progress: bool, echo: 
         make_run_dir(out)
         if not resume:
             write_run_json(out, _run_json(s))
+            structure.write(os.path.join(out, CLEANED_NAME))
             write_cg_pdb(mol, os.path.join(out, "topology.pdb"))
         if blocks is None:
             blocks = LocalBlocks(builder, specs)

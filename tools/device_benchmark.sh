@@ -7,8 +7,9 @@
 # image has Python 3.12, torch + triton, no OpenMM and no openmm-torch: the OpenMM wheels travel in .whl/.
 #
 # Here, once per session:   bash tools/fetch_device_wheels.sh        (fills .whl/, ignored by git)
+#                           mkdir -p .martini_ff && cp ../shared/martini/m3/*.itp .martini_ff/   (MARTINI row)
 # Then, with the device tool:
-#     run(command="bash tools/device_benchmark.sh", carry=[".whl"], timeout_s=590)
+#     run(command="bash tools/device_benchmark.sh", carry=[".whl", ".martini_ff"], timeout_s=590)
 # It writes two files to $OUT: device.json (everything, one object) and device.log (this output).
 # Here, on a CPU, the same stages at tiny sizes:  python tools/device_checks.py --device cpu --smoke --out /tmp/x
 set -uo pipefail                      # no -e: a failed install is logged and the checks still run (and record it)

@@ -23,7 +23,10 @@ next stages down) and each with a deadline:
    ``openmm.PythonForce`` (the "PythonForce fallback": no openmm-torch on the device), on the first of the
    CUDA, OpenCL and CPU platforms that loads and runs; then, on that platform, the same System as a
    parallel-tempering run (:func:`~flashschnet.openmm.benchmark.measure.tempering_loop`: R walkers, an exchange
-   every 10 steps; aggregate ns/day and the per-exchange overhead beside the plain loop's).
+   every 10 steps; aggregate ns/day and the per-exchange overhead beside the plain loop's); and on the same
+   platform, MARTINI 3 on the same protein (:func:`martini_loop`: the committed BPTI system of
+   ``tests/data/martini/systems/bpti``, 20 fs Langevin; needs the MARTINI 3 ``.itp`` files: ``--martini-ff``,
+   default ``.martini_ff/`` (carried to the device) or ``../shared/martini/m3``), so the GPU comparison is one run.
 
 Stage *i* must end by ``start + budget * (1 - the later stages' SHARES)``: time a stage leaves goes to the next.
 Before each item a stage checks its deadline (an item it cannot start is a skip); one that overruns it by
@@ -49,6 +52,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 ORACLE = ROOT / "tests" / "data" / "oracles" / "mlcg_schnet_A.pt"
+MARTINI_SYSTEM = ROOT / "tests" / "data" / "martini" / "systems" / "bpti"
+MARTINI_FF = (ROOT / ".martini_ff", ROOT.parent / "shared" / "martini" / "m3")
 STAGES = ("environment", "compile", "correctness", "timings", "openmm")
 #: each stage's share of the budget
 SHARES = {"environment": 0.06, "compile": 0.29, "correctness": 0.12, "timings": 0.36, "openmm": 0.17}
@@ -97,6 +102,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--budget", type=float, help="seconds for all stages together (default 450; smoke 200)")
     for name in ("openmm-replicas", "openmm-steps", "warmup", "repeats", "threads"):
         p.add_argument(f"--{name}", type=int)
+    p.add_argument("--martini-ff", help="folder of the MARTINI 3 .itp files for the MARTINI row (default .martini_ff/, "
+                                        "else ../shared/martini/m3)")
     p.add_argument("--max-memory-gb", type=float, help="skip a timing predicted to need more (default 100)")
     p.add_argument("--stage", choices=STAGES, help=argparse.SUPPRESS)        # set by the parent for a child
     p.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
@@ -423,7 +430,48 @@ def stage_openmm(args, st: Stage) -> None:
                 st.run(f"OpenMM {name} parallel tempering {R} walkers x {steps} steps, exchange every "
                        f"{pt['exchange_interval']}, PythonForce", lambda: measure.tempering_loop(pt),
                        **dict(tags, platform=name, kind="tempering"))
+                ff = next((Path(d) for d in ([args.martini_ff] if args.martini_ff else MARTINI_FF)
+                           if (Path(d) / "martini_v3.0.0.itp").exists()), None)
+                mtags = dict(platform=name, kind="martini", system="BPTI (4PTI) in MARTINI 3 water, 0.15 M NaCl",
+                             backend="MARTINI 3 (no network)", quantize="none", replicas=1,
+                             network_force="none (pair potentials)")
+                if ff is None:
+                    st.skip(f"OpenMM {name} MARTINI 3", "no MARTINI 3 .itp files (--martini-ff, .martini_ff/ or "
+                            "../shared/martini/m3)", **mtags)
+                else:
+                    msteps = max(steps * 10, 20)
+                    st.run(f"OpenMM {name} MARTINI 3 BPTI x {msteps} steps of 20 fs",
+                           lambda: martini_loop(name, ff, msteps), **mtags)
                 break
+
+
+def martini_loop(platform: str, ff_dir: Path, steps: int) -> Dict[str, Any]:
+    """MARTINI 3 BPTI (the committed system of :data:`MARTINI_SYSTEM`, equal to GROMACS term by term) on OpenMM
+    ``platform``: 200 minimisation iterations, 20 fs Langevin at 300 K; ns/day over ``steps`` after 10 warm-up
+    steps."""
+    import openmm
+    import openmm.unit as u
+
+    from flashschnet.openmm.martini.system import build_system, read_gro
+    from flashschnet.openmm.martini.topology import read_topology
+
+    top = read_topology(MARTINI_SYSTEM / "system.top", include_dirs=[str(ff_dir)])
+    pos, box = read_gro(MARTINI_SYSTEM / "system.gro")
+    system = build_system(top, box)
+    integrator = openmm.LangevinMiddleIntegrator(300 * u.kelvin, 1.0 / u.picosecond, 0.020 * u.picoseconds)
+    ctx = openmm.Context(system, integrator, openmm.Platform.getPlatformByName(platform))
+    ctx.setPositions(pos)
+    openmm.LocalEnergyMinimizer.minimize(ctx, 10.0, 200)
+    integrator.step(10)
+    ctx.getState(getEnergy=True)
+    t0 = time.perf_counter()
+    integrator.step(steps)
+    e = ctx.getState(getEnergy=True).getPotentialEnergy().value_in_unit(u.kilojoule_per_mole)
+    wall = time.perf_counter() - t0
+    return {"particles": system.getNumParticles(), "steps": steps, "dt_fs": 20.0, "wall_s_loop": wall,
+            "ns_per_day_per_replica": steps * 20e-6 / wall * 86400.0,
+            "ns_per_day_aggregate": steps * 20e-6 / wall * 86400.0, "ms_per_step": wall / steps * 1e3,
+            "potential_kJ_mol": e}
 
 
 # ------------------------------------------------------------------------------------------ parent and child

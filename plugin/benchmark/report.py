@@ -118,7 +118,7 @@ def format_table(report: Dict[str, Any]) -> str:
     if report["openmm"]:
         lines.append("")
         lines.append("OpenMM (packed replicas, network only, LangevinMiddle 4 fs; +PT: the same as parallel-tempering "
-                     "walkers, an exchange every 10 steps):")
+                     "walkers, an exchange every 10 steps; MARTINI 3: a protein in water, 20 fs, same platform):")
         label = lambda o: record_label(o) + (" +PT" if o.get("kind") == "tempering" else "")  # noqa: E731
         lw = max([14] + [len(label(o)) for o in report["openmm"]])
         lines.append(f"{'backend':>{lw}}  {'platform':>8}  {'R':>3}  {'steps':>5}  {'ms/step':>10}  "

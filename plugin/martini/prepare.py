@@ -2,6 +2,14 @@
 CG protein and its topology, insane (PyPI ``insane``) puts it in a box of MARTINI water with 0.15 M NaCl and
 counter-ions, and we write the ``system.top`` that includes the MARTINI 3 parameter files.
 
+The protein's tertiary structure is held by an elastic network (default) or by the MartiniGo model
+(``go=True``: ``martinize2 -go``, vermouth 0.15, which computes the contact map itself). MartiniGo adds one
+virtual site per residue on its backbone bead (atom name ``CA``, one atom type each, written to
+``go_atomtypes.itp``) and LJ contacts between them (``go_nbparams.itp``, ``[ nonbond_params ]``); martinize2
+expects a MARTINI file patched to include those two under ``#ifdef GO_VIRT``. The force-field files are never
+edited here: our ``system.top`` includes the two files itself, right after ``martini_v3.0.0.itp`` (see
+:func:`write_system_top`).
+
 Both tools run as subprocesses of this Python (their command-line scripts next to ``sys.executable``, else on
 ``PATH``); their output is kept in ``martinize2.log`` / ``insane.log`` and a failure becomes one
 :class:`~flashschnet.errors.InputError` line quoting the tool's own last error line.
@@ -14,7 +22,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -30,6 +38,12 @@ WHERE_TO_GET = ("get them with `bash tools/get_martini_forcefield.sh DIR` (from 
 #: insane's molecule names -> the names MARTINI 3's ion and solvent files define
 _INSANE_NAMES = {"NA+": "NA", "CL-": "CL", "W": "W"}
 
+#: the files martinize2 -go writes next to the molecule itp: the Go sites' atom types, their LJ contacts
+GO_FILES = ("go_atomtypes.itp", "go_nbparams.itp")
+
+#: martinize2's name of the Go virtual sites (-go-atomname, default CA; MARTINI 3 beads are BB, SC1, ...)
+GO_ATOM_NAME = "CA"
+
 
 @dataclass
 class PreparedSystem:
@@ -41,9 +55,12 @@ class PreparedSystem:
     cg_pdb: str                  # martinize2's CG protein (Angstrom), the mapped native structure
     protein_molecules: List[Tuple[str, int]] = field(default_factory=list)
     molecules: List[Tuple[str, int]] = field(default_factory=list)
-    n_protein_beads: int = 0
+    n_protein_beads: int = 0     # protein particles, the Go virtual sites included
     box_nm: float = 0.0
     warnings: List[str] = field(default_factory=list)   # martinize2's, e.g. missing atoms it rebuilt
+    go: bool = False             # MartiniGo (martinize2 -go) instead of an elastic network
+    n_go_sites: int = 0          # Go virtual sites (one per residue)
+    n_go_contacts: int = 0       # Go LJ contacts ([ nonbond_params ] of go_nbparams.itp)
 
 
 def check_forcefield_dir(ff_dir: str) -> str:
@@ -121,9 +138,59 @@ def _molecules_section(path: str) -> List[Tuple[str, int]]:
     return out
 
 
+def _section_lines(path: str, section: str) -> List[str]:
+    """The data lines (comments stripped) of every ``[ section ]`` of one GROMACS file (no preprocessing)."""
+    out, on = [], False
+    with open(path) as f:
+        for line in f:
+            line = line.split(";")[0].strip()
+            if line.startswith("["):
+                on = line.strip("[] ").lower() == section
+            elif on and line and not line.startswith("#"):
+                out.append(line)
+    return out
+
+
+def _mentions(path: str, word: bytes) -> bool:
+    """Whether a (possibly large) file contains ``word``, read in blocks."""
+    tail = b""
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(1 << 22)
+            if not block:
+                return False
+            if word in tail + block:
+                return True
+            tail = block[-len(word):]
+
+
+def write_system_top(path: str, ff_dir: str, protein_itps: Sequence[str], molecules: Sequence[Tuple[str, int]],
+                     title: str, go: bool = False) -> None:
+    """Write a ``system.top``: the MARTINI 3 files (found in ``ff_dir`` at read time, included by name), with
+    ``go`` the Go files (:data:`GO_FILES`, by name: they lie next to it) right after ``martini_v3.0.0.itp``, then
+    the protein's itps and the ``[ system ]`` / ``[ molecules ]`` sections.
+
+    With ``go``, ``GO_VIRT`` is defined first as martinize2's own topol.top does, unless ``martini_v3.0.0.itp`` in
+    ``ff_dir`` itself uses that name (a copy patched for MartiniGo, which would include the Go files a second
+    time): then it stays undefined and only the explicit includes here count."""
+    lines = []
+    if go:
+        lines.append("; MartiniGo (martinize2 -go): the Go virtual sites' atom types and LJ contacts follow the "
+                     "force field")
+        if not _mentions(os.path.join(ff_dir, FORCEFIELD_FILES[0]), b"GO_VIRT"):
+            lines.append("#define GO_VIRT")
+    includes = [FORCEFIELD_FILES[0], *(GO_FILES if go else ()), *FORCEFIELD_FILES[1:], *protein_itps]
+    lines += [f'#include "{inc}"' for inc in includes]
+    lines += ["", "[ system ]", title, "", "[ molecules ]"]
+    lines += [f"{mol:<16s}{count:>8d}" for mol, count in molecules]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def prepare_system(pdb: str, ff_dir: str, folder: str, name: str = "protein", padding_nm: float = 1.5,
                    salt_molar: float = 0.15, seed: int = 1, ignore: Sequence[str] = ("HOH",),
-                   elastic: bool = True) -> PreparedSystem:
+                   elastic: Optional[bool] = None, go: bool = False,
+                   go_eps: Optional[float] = None) -> PreparedSystem:
     """Write a solvated MARTINI 3 system of the all-atom protein ``pdb`` into ``folder``.
 
     Parameters
@@ -144,9 +211,16 @@ def prepare_system(pdb: str, ff_dir: str, folder: str, name: str = "protein", pa
         NaCl concentration, mol/L; insane adds counter-ions to make the system neutral.
     seed : int
         insane's random seed (water placement), for reproducible systems.
-    elastic : bool
+    elastic : bool, optional
         martinize2 ``-elastic``: an elastic network holds the tertiary structure (MARTINI 3's default for
-        folded proteins). Secondary structure always comes from DSSP (mdtraj's, ``-dssp``).
+        folded proteins). Default: on unless ``go``. Secondary structure always comes from DSSP (mdtraj's,
+        ``-dssp``).
+    go : bool
+        martinize2 ``-go`` (MartiniGo, instead of the elastic network; ``elastic=True`` with it is an error):
+        Go virtual sites on the backbone beads and LJ contacts from the structure's contact map, written to
+        :data:`GO_FILES` in ``folder`` and included by ``system.top``. All chains become one molecule ``name``.
+    go_eps : float, optional
+        martinize2 ``-go-eps``: depth of the Go contacts, kJ/mol (default: martinize2's, 9.414).
 
     Returns
     -------
@@ -154,6 +228,18 @@ def prepare_system(pdb: str, ff_dir: str, folder: str, name: str = "protein", pa
     """
     if not os.path.isfile(pdb):
         raise InputError(f"{pdb}: no such file")
+    if go and elastic:
+        raise InputError("the Go model replaces the elastic network (martinize2 -go, no -elastic): "
+                         "ask for one of them")
+    if go_eps is not None:
+        try:
+            good = go and float(go_eps) > 0.0          # NaN fails too
+        except (TypeError, ValueError):
+            good = False
+        if not good:
+            raise InputError(f"go_eps {go_eps!r}: the Go contacts' depth must be a positive number (kJ/mol), and "
+                             "needs go=True")
+    elastic = (not go) if elastic is None else bool(elastic)
     ff_dir = check_forcefield_dir(ff_dir)
     folder = os.path.abspath(folder)
     os.makedirs(folder, exist_ok=True)
@@ -166,11 +252,31 @@ def prepare_system(pdb: str, ff_dir: str, folder: str, name: str = "protein", pa
         cmd += ["-ignore", res]
     if elastic:
         cmd += ["-elastic"]
+    if go:
+        for stale in GO_FILES:     # martinize2 keeps #backups# of old files; a stale one must not count
+            if os.path.exists(os.path.join(folder, stale)):
+                os.remove(os.path.join(folder, stale))
+        cmd += ["-go"] + (["-go-eps", f"{float(go_eps)!r}"] if go_eps is not None else [])
     warnings = _run(cmd, folder, "martinize2.log", f"{pdb}: building the MARTINI protein")
     protein = _molecules_section(os.path.join(folder, "martinize2.top"))
     atoms = [l for l in open(os.path.join(folder, "cg.pdb")) if l.startswith(("ATOM", "HETATM"))]
     if not protein or not atoms:
         raise InputError(f"{pdb}: martinize2 produced no protein (no amino-acid residues in the file?)")
+    itps = [f"{m}.itp" for m, _ in protein]
+    for itp in itps:
+        if not os.path.isfile(os.path.join(folder, itp)):
+            raise InputError(f"{pdb}: martinize2 wrote no {itp} for its molecule (see {folder}/martinize2.log)")
+    n_sites = n_contacts = 0
+    if go:
+        missing = [f for f in GO_FILES if not os.path.isfile(os.path.join(folder, f))]
+        if missing:
+            raise InputError(f"{pdb}: martinize2 -go wrote no {', '.join(missing)} (see {folder}/martinize2.log)")
+        n_sites = len(_section_lines(os.path.join(folder, GO_FILES[0]), "atomtypes"))
+        n_contacts = len(_section_lines(os.path.join(folder, GO_FILES[1]), "nonbond_params"))
+        named = sum(1 for l in atoms if l[12:16].strip() == GO_ATOM_NAME)
+        if named != n_sites:
+            raise InputError(f"{pdb}: martinize2 -go wrote {n_sites} Go atom types but cg.pdb has {named} "
+                             f"{GO_ATOM_NAME} sites (see {folder}/martinize2.log)")
 
     # 2. insane: centred protein in a cubic box of water and ions ------------------------------------------------
     xyz = pdb_positions(read_pdb(os.path.join(folder, "cg.pdb")))      # nm, in the order of the records
@@ -181,12 +287,18 @@ def prepare_system(pdb: str, ff_dir: str, folder: str, name: str = "protein", pa
     box = 2.0 * (float(np.linalg.norm(xyz - centre, axis=1).max()) + float(padding_nm))
     with open(os.path.join(folder, "protein_centred.pdb"), "w") as f:  # insane puts the origin at the box centre
         for line, p in zip(atoms, (xyz - centre) * 10.0):
+            if go and line[12:16].strip() == GO_ATOM_NAME:
+                # insane counts a residue's charge again whenever the residue recurs, and the Go sites (all
+                # after the beads) repeat every residue: names starting with "v" are virtual sites to it
+                line = f"{line[:12]}{'v' + GO_ATOM_NAME:<4s}{line[16:]}"
             f.write(f"{line[:30]}{p[0]:8.3f}{p[1]:8.3f}{p[2]:8.3f}{line[54:].rstrip()}\n")
         f.write("END\n")
     env = dict(os.environ, INSANE_SEED=str(int(seed)))
     cmd = [_tool("insane", "insane"), "-f", "protein_centred.pdb", "-o", "system.gro", "-p", "insane.top",
            "-pbc", "cubic", "-box", f"{box:.3f},{box:.3f},{box:.3f}", "-sol", "W", "-salt", f"{salt_molar:g}"]
     _run(cmd, folder, "insane.log", f"{pdb}: solvating the MARTINI protein", env=env)
+    if go:
+        _rename_gro_atoms(os.path.join(folder, "system.gro"), "v" + GO_ATOM_NAME, GO_ATOM_NAME)
 
     # 3. system.top: the force field, the protein's molecule types, then insane's solvent and ions --------------
     molecules = list(protein)
@@ -196,13 +308,22 @@ def prepare_system(pdb: str, ff_dir: str, folder: str, name: str = "protein", pa
         if mol not in _INSANE_NAMES:
             raise InputError(f"{pdb}: insane added molecule {mol!r}, which MARTINI 3's files do not define")
         molecules.append((_INSANE_NAMES[mol], count))
-    itps = [f"{m}.itp" for m, _ in protein]
-    with open(os.path.join(folder, "system.top"), "w") as f:
-        for inc in list(FORCEFIELD_FILES) + itps:
-            f.write(f'#include "{inc}"\n')
-        f.write(f"\n[ system ]\n{name} in MARTINI 3 water, {salt_molar:g} M NaCl\n\n[ molecules ]\n")
-        for mol, count in molecules:
-            f.write(f"{mol:<16s}{count:>8d}\n")
+    write_system_top(os.path.join(folder, "system.top"), ff_dir, itps, molecules,
+                     f"{name}{' (MartiniGo)' if go else ''} in MARTINI 3 water, {salt_molar:g} M NaCl", go=go)
     return PreparedSystem(folder=folder, top=os.path.join(folder, "system.top"), gro=os.path.join(folder, "system.gro"),
                           cg_pdb=os.path.join(folder, "cg.pdb"), protein_molecules=protein, molecules=molecules,
-                          n_protein_beads=len(atoms), box_nm=box, warnings=warnings)
+                          n_protein_beads=len(atoms), box_nm=box, warnings=warnings, go=go, n_go_sites=n_sites,
+                          n_go_contacts=n_contacts)
+
+
+def _rename_gro_atoms(path: str, old: str, new: str) -> None:
+    """Rename atoms ``old`` -> ``new`` in a .gro file (fixed columns: the atom name is characters 10-15, written
+    as insane does, `` %-4s``)."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    n = int(lines[1])
+    for k in range(2, 2 + n):
+        if lines[k][10:15].strip() == old:
+            lines[k] = f"{lines[k][:10]} {new:<4s}{lines[k][15:]}"
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")

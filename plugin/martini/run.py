@@ -3,7 +3,8 @@
 Output directory layout (like ``flashschnet-simulate``'s)::
 
     DIR/run.json           the run's settings (a resumed run must match them)
-    DIR/system/            martinize2 and insane output and our system.top (cg.pdb is the mapped PDB)
+    DIR/system/            cleaned.pdb (the PDB as cleaned for both engines: what martinize2 read), martinize2
+                           and insane output and our system.top (cg.pdb is the mapped PDB)
     DIR/topology.pdb       the whole system after energy minimisation (topology for the DCD)
     DIR/trajectory.dcd     every particle, with the box; positions are not wrapped, so molecules stay whole
     DIR/log.csv            step, time_ps, replica (0), potential_energy_kJ_mol, temperature_K, ns_per_day
@@ -22,6 +23,7 @@ import openmm.app as app
 import openmm.unit as u
 
 from ...errors import InputError
+from ..cleaning import CLEANED_NAME, clean_pdb
 from ..runner import MDJob, RunResult, check_run_settings, make_run_dir, open_run_dir, run_dir, run_job
 from .prepare import check_forcefield_dir, prepare_system
 from .system import build_system, read_gro
@@ -32,7 +34,7 @@ MAX_PADDING_NM = 10.0
 MAX_SALT_MOLAR = 6.0
 
 _FIXED_ON_RESUME = ("pdb", "forcefield_dir", "dt_fs", "temperature_K", "friction_per_ps", "report_interval",
-                    "checkpoint_interval", "platform", "seed", "padding_nm", "salt_molar", "elastic", "ignore")
+                    "checkpoint_interval", "platform", "seed", "padding_nm", "salt_molar", "elastic", "ignore", "go")
 
 
 @dataclass
@@ -52,7 +54,8 @@ class MartiniSettings:
     checkpoint_interval: Optional[int] = None      # default: 10 report intervals
     padding_nm: float = 1.5
     salt_molar: float = 0.15
-    elastic: bool = True
+    elastic: bool = True                           # martinize2's elastic network (off with go)
+    go: bool = False                               # martinize2's Go model (MartiniGo) instead of the elastic network
     ignore: str = "HOH"                            # comma-separated residue names martinize2 drops
     minimize_iterations: int = 5000
     threads: Optional[int] = None
@@ -70,6 +73,9 @@ class MartiniSettings:
         if not 0 <= self.minimize_iterations <= 2**31 - 1:
             raise InputError(f"--minimize-iterations must be between 0 and {2**31 - 1}, got {self.minimize_iterations}")
         check_forcefield_dir(self.forcefield_dir)
+        if self.go and self.elastic:
+            raise InputError("--go replaces the elastic network (martinize2 -go, no -elastic); give --go alone or "
+                             "--no-elastic alone")
 
 
 def openmm_topology(top: Topology, box_nm) -> app.Topology:
@@ -80,12 +86,14 @@ def openmm_topology(top: Topology, box_nm) -> app.Topology:
         mol = top.moleculetypes[name]
         for _ in range(count):
             chain = omm.addChain(id=name)
-            residues = {}
+            residue, key = None, None
             for atom in mol.atoms:
-                key = (atom.resnr, atom.resname)
-                if key not in residues:
-                    residues[key] = omm.addResidue(atom.resname, chain, id=str(atom.resnr))
-                omm.addAtom(atom.name, None, residues[key])
+                # a new residue whenever the residue changes: MartiniGo's virtual sites come after every bead, with
+                # the residue numbers of the beads they sit on (OpenMM wants a residue's atoms contiguous)
+                if (atom.resnr, atom.resname) != key:
+                    key = (atom.resnr, atom.resname)
+                    residue = omm.addResidue(atom.resname, chain, id=str(atom.resnr))
+                omm.addAtom(atom.name, None, residue)
     omm.setPeriodicBoxVectors([openmm.Vec3(float(box_nm[0]), 0, 0), openmm.Vec3(0, float(box_nm[1]), 0),
                                openmm.Vec3(0, 0, float(box_nm[2]))] * u.nanometer)
     return omm
@@ -107,7 +115,8 @@ def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool 
     s = settings
     out = run_dir(s.out)
     s.forcefield_dir = os.path.abspath(s.forcefield_dir) if s.forcefield_dir else s.forcefield_dir
-    for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, inherit=("checkpoint_interval", "seed")).items():
+    for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, inherit=("checkpoint_interval", "seed"),
+                                  defaults={"go": False}).items():
         setattr(s, key, value)
     s.validate()
     if s.seed is None:
@@ -120,10 +129,25 @@ def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool 
         if not os.path.isfile(s.pdb):
             raise InputError(f"{s.pdb}: {'is a directory, not' if os.path.isdir(s.pdb) else 'no such file; give'} "
                              "a PDB file")
+        structure = clean_pdb(s.pdb)           # bad input fails here, before any output
+        if structure.n_residues < 2:
+            raise InputError(f"{s.pdb}: only {structure.n_residues} amino-acid residue after cleaning; martinize2 "
+                             "maps chains of at least 2 residues: give a peptide or protein")
+        if structure.incomplete_backbone:
+            shown = ", ".join(structure.incomplete_backbone[:3])
+            more = len(structure.incomplete_backbone) - 3
+            raise InputError(f"{s.pdb}: {len(structure.incomplete_backbone)} residues lack backbone atoms (N, CA or "
+                             f"C): {shown}{f' and {more} more' if more > 0 else ''}; martinize2 needs every backbone "
+                             "atom: complete the structure (e.g. MODELLER, or PULCHRA for a CA trace) or remove those "
+                             "residues")
+        for note in structure.notes:
+            echo(f"note: {note}")
         make_run_dir(out)
+        os.makedirs(folder, exist_ok=True)
+        cleaned = structure.write(os.path.join(folder, CLEANED_NAME))
         echo(f"building the MARTINI 3 system of {s.pdb} (martinize2, insane) in {folder}")
-        prep = prepare_system(s.pdb, s.forcefield_dir, folder, name="protein", padding_nm=s.padding_nm,
-                              salt_molar=s.salt_molar, seed=s.seed, ignore=ignore, elastic=s.elastic)
+        prep = prepare_system(cleaned, s.forcefield_dir, folder, name="protein", padding_nm=s.padding_nm,
+                              salt_molar=s.salt_molar, seed=s.seed, ignore=ignore, elastic=s.elastic, go=s.go)
         for w in prep.warnings[:5]:
             echo(f"note: martinize2: {w}")
         if len(prep.warnings) > 5:

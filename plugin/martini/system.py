@@ -1,19 +1,27 @@
 """An OpenMM ``System`` from a MARTINI topology (:mod:`.topology`), with MARTINI's non-bonded scheme.
 
-Checked against ``gmx_d mdrun -rerun`` term by term (tests/openmm/martini/test_martini_system.py: villin, BPTI, ubiquitin in
-water with ions, agreement ~1e-9 relative on the Reference platform).
+Checked against ``gmx_d mdrun -rerun`` term by term to double precision (tests/openmm/martini/test_martini_system.py
+and test_martini_go.py: villin, BPTI, ubiquitin and MartiniGo villin in water with ions, Reference platform).
 
 Non-bonded (GROMACS ``cutoff-scheme = Verlet``, ``vdw-modifier = Potential-shift``, ``coulombtype =
 reaction-field``, ``epsilon_rf = 0`` i.e. infinity), for pairs closer than ``rc`` (1.1 nm):
 
 * LJ: ``4 eps ((sig/r)^12 - (sig/r)^6) - 4 eps ((sig/rc)^12 - (sig/rc)^6)`` on non-excluded pairs;
 * reaction field: ``f q_i q_j / eps_r (1/r + k_rf r^2 - c_rf)``, ``k_rf = 1/(2 rc^3)``, ``c_rf = 3/(2 rc)``,
-  on non-excluded pairs; excluded pairs get ``f q_i q_j / eps_r (k_rf r^2 - c_rf)`` and every particle the
-  constant self term ``-f q_i^2 c_rf / (2 eps_r)`` (GROMACS's Verlet scheme).
+  on non-excluded pairs; excluded pairs closer than ``rc`` get ``f q_i q_j / eps_r (k_rf r^2 - c_rf)`` (beyond
+  ``rc`` nothing, as GROMACS's cluster kernels mask them) and every particle the constant self term
+  ``-f q_i^2 c_rf / (2 eps_r)`` (GROMACS's Verlet scheme).
 
 Bonded: bonds (1, 6: ``k/2 (r - b0)^2``), constraints, angles (1 harmonic, 2 G96 ``k/2 (cos - cos0)^2``, 10
 restricted bending ``k/2 (cos - cos0)^2 / sin^2``), dihedrals (1/9 periodic, 2 harmonic improper), virtual
-sites (``virtual_sitesn`` 1 COG, 2 COM, 3 COW as weighted averages).
+sites (``virtual_sitesn`` 1 COG, 2 COM, 3 COW as weighted averages; massless).
+
+MartiniGo (``martinize2 -go``, vermouth 0.15): one virtual site per residue on its backbone bead
+(``virtual_sitesn`` of that single bead), each with its own atom type (``go_atomtypes.itp``: no charge, sigma =
+epsilon = 0) and LJ 6-12 contacts between those types (``go_nbparams.itp``, ``[ nonbond_params ]``). They are
+ordinary LJ pairs here, cut off and shifted like the rest, so the Go energy is part of ``LJ (SR)`` exactly as
+GROMACS reports it. A site and its bead coincide; GROMACS leaves that pair in the pair list (zero parameters:
+zero energy), here it is excluded instead, which is the same energy and avoids 0/0 at r = 0.
 """
 from __future__ import annotations
 
@@ -25,7 +33,10 @@ import openmm
 
 from .topology import Topology, TopologyError
 
-ONE_4PI_EPS0 = 138.935458          # kJ mol^-1 nm e^-2 (GROMACS's value)
+#: kJ mol^-1 nm e^-2: GROMACS 2022's ``c_one4PiEps0`` (units.h), computed as it does from the CODATA 2018
+#: constants (e, N_A exact; eps0 = 8.8541878128e-12 F/m), 138.93545764438... Rounded values are not enough to
+#: match ``gmx_d``: 138.9354576 is 3.2e-10 low, GROMACS <= 2019's 138.935458 (CODATA 2010) 2.6e-9 high.
+ONE_4PI_EPS0 = 1.0 / (4.0 * math.pi * ((8.8541878128e-12 * 1e-9 * 1e3) / (1.602176634e-19 ** 2 * 6.02214076e23)))
 
 
 def read_gro(path):
@@ -105,7 +116,7 @@ def build_system(top: Topology, box_nm: Sequence[float], cutoff: float = 1.1, ep
         f.setNonbondedMethod(openmm.CustomNonbondedForce.CutoffPeriodic)
         f.setCutoffDistance(cutoff)
         f.setUseLongRangeCorrection(False)
-    rf_excl = openmm.CustomBondForce(f"{pref}*qq*({krf}*r^2 - {crf})")
+    rf_excl = openmm.CustomBondForce(f"step({cutoff}-r)*{pref}*qq*({krf}*r^2 - {crf})")
     rf_excl.addPerBondParameter("qq")
     rf_excl.setUsesPeriodicBoundaryConditions(True)
     bonds = openmm.HarmonicBondForce()
@@ -126,6 +137,8 @@ def build_system(top: Topology, box_nm: Sequence[float], cutoff: float = 1.1, ep
         mol = top.moleculetypes[name]
         vsites = {v.site for v in mol.virtual_sites}
         excl = _exclusion_pairs(mol)           # once per molecule type, shifted per copy
+        excl |= _coincident_pairs(top, mol, excl)
+        partners = _partners(mol)              # the weight-0 second particle of each one-atom site
         for _ in range(count):
             for k, atom in enumerate(mol.atoms):
                 system.addParticle(0.0 if k in vsites else atom.mass)
@@ -133,7 +146,7 @@ def build_system(top: Topology, box_nm: Sequence[float], cutoff: float = 1.1, ep
                 rf.addParticle([atom.charge])
                 charges.append(atom.charge)
             for v in mol.virtual_sites:
-                system.setVirtualSite(offset + v.site, _virtual_site(v, mol, offset))
+                system.setVirtualSite(offset + v.site, _virtual_site(v, mol, offset, partners))
             for i in mol.of("bonds"):
                 if i.func not in (1, 6):
                     raise TopologyError(f"{i.where}: bond type {i.func} is not supported (1, 6)")
@@ -177,7 +190,28 @@ def build_system(top: Topology, box_nm: Sequence[float], cutoff: float = 1.1, ep
     return system
 
 
-def _virtual_site(v, mol, offset: int):
+def _coincident_pairs(top: Topology, mol, excluded: Set[Tuple[int, int]]) -> Set[Tuple[int, int]]:
+    """Pairs ``(i < j)`` of a virtual site of one atom and that atom (MartiniGo's sites on the backbone beads):
+    always at distance 0. Not excluded in GROMACS, but they must not interact there either (its kernels clamp
+    r, and zero parameters give zero); here they are excluded, which is the same energy without 0/0. A pair
+    that would interact (charges or LJ) is a broken topology: a :class:`TopologyError`."""
+    out: Set[Tuple[int, int]] = set()
+    for v in mol.virtual_sites:
+        if len(set(v.atoms)) != 1:
+            continue
+        a = v.atoms[0]
+        pair = (min(v.site, a), max(v.site, a))
+        if pair in excluded:
+            continue
+        sa, sb = mol.atoms[v.site], mol.atoms[a]
+        if sa.charge * sb.charge != 0.0 or top.pair_parameters(sa.type, sb.type)[1] != 0.0:
+            raise TopologyError(f"{v.where}: virtual site {v.site + 1} sits on atom {a + 1} and would interact with "
+                                "it (charges or LJ), but they are not excluded")
+        out.add(pair)
+    return out
+
+
+def _virtual_site(v, mol, offset: int, partners: Dict[int, int]):
     atoms = [offset + a for a in v.atoms]
     if v.kind != "n":
         raise TopologyError(f"{v.where}: virtual_sites{v.kind} is not supported yet")
@@ -188,9 +222,45 @@ def _virtual_site(v, mol, offset: int):
     else:
         w = list(v.params)
     total = sum(w)
+    if not total:
+        raise TopologyError(f"{v.where}: virtual site {v.site + 1}: its weights (masses) add up to 0")
     w = [x / total for x in w]
+    if len(set(atoms)) == 1:
+        # one atom (MartiniGo): the site is that atom's position. OpenMM's sites need two distinct particles,
+        # so a second one joins with weight 0 (exactly: x = 1 * x_a + 0 * x_b, all force on a).
+        if v.atoms[0] not in partners:
+            raise TopologyError(f"{v.where}: virtual site {v.site + 1} on atom {v.atoms[0] + 1}: the molecule has no "
+                                "second real atom, which OpenMM needs to build the site")
+        return openmm.TwoParticleAverageSite(atoms[0], offset + partners[v.atoms[0]], 1.0, 0.0)
+    if len(atoms) == 2:
+        return openmm.TwoParticleAverageSite(atoms[0], atoms[1], w[0], w[1])
+    if len(atoms) == 3:
+        return openmm.ThreeParticleAverageSite(atoms[0], atoms[1], atoms[2], w[0], w[1], w[2])
     zero = [0.0] * len(atoms)
     xw, yw = list(zero), list(zero)
     xw[0], xw[-1] = -1.0, 1.0          # any direction: the local position is the origin
     yw[0], yw[1 % len(atoms)] = -1.0, 1.0
     return openmm.LocalCoordinatesSite(atoms, w, xw, yw, openmm.Vec3(0, 0, 0))
+
+
+def _partners(mol) -> Dict[int, int]:
+    """For each constructing atom of a one-atom virtual site: another real (not virtual) atom of ``mol``, bonded
+    to it if possible (the first bond or constraint that names it), else the first real atom but itself."""
+    sites = {v.site for v in mol.virtual_sites}
+    wanted = {v.atoms[0] for v in mol.virtual_sites if len(set(v.atoms)) == 1}
+    out: Dict[int, int] = {}
+    if not wanted:
+        return out
+    for section in ("bonds", "constraints"):
+        for i in mol.of(section):
+            a, b = i.atoms
+            if a in wanted and a not in out and b not in sites and b != a:
+                out[a] = b
+            if b in wanted and b not in out and a not in sites and a != b:
+                out[b] = a
+    real = [k for k in range(len(mol.atoms)) if k not in sites][:2]
+    for a in wanted - set(out):
+        other = [k for k in real if k != a]
+        if other:
+            out[a] = other[0]
+    return out

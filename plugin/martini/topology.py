@@ -8,6 +8,10 @@ continuations, and the sections
 ``defaults, atomtypes, nonbond_params, moleculetype, atoms, bonds, constraints, angles, dihedrals,
 exclusions, virtual_sitesn, virtual_sites2, virtual_sites3, position_restraints, system, molecules``.
 
+That covers MartiniGo too (``martinize2 -go``): the Go virtual sites are ``[ virtual_sitesn ]`` of one backbone
+bead each, their atom types come from ``go_atomtypes.itp`` (an ``[ atomtypes ]`` section after the force
+field's ``[ nonbond_params ]``) and their LJ contacts from ``go_nbparams.itp`` (more ``[ nonbond_params ]``).
+
 Numbers stay in GROMACS units (nm, kJ/mol, degrees, amu, e); interactions keep their GROMACS function type
 and raw parameters; atom indices become 0-based. What the parameters mean is the System builder's business.
 Anything else (an unknown section, a malformed line, an index out of range, a missing include) is a
@@ -106,15 +110,15 @@ class Topology:
     def pair_parameters(self, a: str, b: str) -> Tuple[float, float]:
         """``(sigma nm, epsilon kJ/mol)`` of the LJ interaction of atom types ``a`` and ``b``: the explicit
         ``[ nonbond_params ]`` entry (either order) or the combination rule."""
+        if self.comb_rule not in (2, 3):
+            raise TopologyError(f"combination rule {self.comb_rule} (C6/C12 form) is not supported; MARTINI uses 2")
         hit = self.nonbond_params.get((a, b)) or self.nonbond_params.get((b, a))
         if hit is not None:
             return hit[1], hit[2]
         ta, tb = self.atomtypes[a], self.atomtypes[b]
         if self.comb_rule == 2:
             return 0.5 * (ta.sigma + tb.sigma), (ta.epsilon * tb.epsilon) ** 0.5
-        if self.comb_rule == 3:
-            return (ta.sigma * tb.sigma) ** 0.5, (ta.epsilon * tb.epsilon) ** 0.5
-        raise TopologyError(f"combination rule {self.comb_rule} (C6/C12 form) is not supported; MARTINI uses 2")
+        return (ta.sigma * tb.sigma) ** 0.5, (ta.epsilon * tb.epsilon) ** 0.5
 
     def n_particles(self) -> int:
         return sum(len(self.moleculetypes[name].atoms) * count for name, count in self.molecules)
@@ -261,10 +265,7 @@ def read_topology(path, include_dirs: Sequence[str] = (), defines: Optional[Dict
         elif section == "atomtypes":
             _atomtype(top, tok, where)
         elif section == "nonbond_params":
-            if len(tok) < 5:
-                raise TopologyError(f"{where}: [ nonbond_params ] needs 'type type func sigma epsilon'")
-            top.nonbond_params[(tok[0], tok[1])] = (_int(tok[2], where, "func"), _num(tok[3], where, "sigma"),
-                                                    _num(tok[4], where, "epsilon"))
+            _nonbond_param(top, tok, where)
         elif section == "moleculetype":
             if len(tok) < 2:
                 raise TopologyError(f"{where}: [ moleculetype ] needs 'name nrexcl'")
@@ -306,6 +307,19 @@ def _atomtype(top: Topology, tok: List[str], where: str) -> None:
         raise TopologyError(f"{where}: atom type {tok[0]!r}: particle type {ptype!r} (expected A, V, D or S)")
     top.atomtypes[tok[0]] = AtomType(tok[0], _num(tok[-5], where, "mass"), _num(tok[-4], where, "charge"), ptype,
                                      _num(tok[-2], where, "sigma"), _num(tok[-1], where, "epsilon"))
+
+
+def _nonbond_param(top: Topology, tok: List[str], where: str) -> None:
+    if len(tok) < 5:
+        raise TopologyError(f"{where}: [ nonbond_params ] needs 'type type func sigma epsilon'")
+    for t in tok[:2]:
+        if t not in top.atomtypes:
+            raise TopologyError(f"{where}: [ nonbond_params ] names atom type {t!r}, which no [ atomtypes ] before it "
+                                "defines (for MartiniGo: go_atomtypes.itp must be included before go_nbparams.itp)")
+    func = _int(tok[2], where, "function type")
+    if func != 1:
+        raise TopologyError(f"{where}: [ nonbond_params ] function type {func} is not supported (1: Lennard-Jones)")
+    top.nonbond_params[(tok[0], tok[1])] = (func, _num(tok[3], where, "sigma"), _num(tok[4], where, "epsilon"))
 
 
 def _atom(top: Topology, mol: MoleculeType, tok: List[str], where: str) -> None:

@@ -150,6 +150,7 @@ MARTINI = Command(
         # --max-force (trp-cage: 1.15e5 kJ/mol/nm on SER13 BB), and exit 3 naming it is then the right answer
         Opt("--minimize-iterations", (INTS), lambda t, c: MAY_BLOW_UP if as_int(t) == 0 else ints(0, 3)(t, c)),
         Opt("--no-elastic", (["@on"]), lambda t, c: True),
+        Opt("--go", (["@on"]), lambda t, c: True),
         Opt("--ignore", ["HOH", "", "NA,CL", RANDOM_TEXT], lambda t, c: True),
     ],
     required=["<pdb>", "--forcefield-dir", "--steps", "--out"],
@@ -184,6 +185,7 @@ COMPARE = Command(
         Opt("--platform", choices(PLATFORMS), one_of(*PLATFORMS)),
         Opt("--backend", choices(["reference", "torch", "triton"]), one_of("reference", "torch", "triton")),
         Opt("--analyse-only", (["@on"]), lambda t, c: False),
+        Opt("--go", (["@on"]), lambda t, c: True),
     ],
     required=["<pdb>", "--model", "--forcefield-dir", "--out"],
     markers=lambda v: [os.path.join(v["--out"], f) for f in ("comparison.json", "martini/run.json",

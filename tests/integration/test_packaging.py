@@ -73,7 +73,7 @@ def test_core_requirements_leave_the_optional_packages_to_extras(wheel):
                 if ln.startswith("Requires-Dist:")]
     core = [r for r in requires if "extra ==" not in r]
     names = {re.match(r"[A-Za-z0-9_.-]+", r).group(0).lower() for r in core}
-    assert names == {"torch", "openmm", "openmmtorch", "numpy", "mdtraj", "tqdm"}, core
+    assert names == {"torch", "openmm", "openmmtorch", "numpy", "mdtraj", "tqdm", "pdbfixer"}, core
     assert not any("==" in r for r in core), core                 # ranges, not pins
     extras = set(re.findall(r'extra == "([\w-]+)"', "\n".join(requires)))
     assert extras >= {"martini", "analysis", "openmmml", "cluster", "test", "all", "pinned"}

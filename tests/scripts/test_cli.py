@@ -40,7 +40,8 @@ def test_short_run_reads_back_with_mdtraj(tmp_path):
     rc, out = _run(tmp_path, "run", "--replicas", "2")
     assert rc == 0
     names = sorted(os.listdir(out))
-    assert names == ["checkpoint.chk", "log.csv", "replica_000.dcd", "replica_001.dcd", "run.json", "topology.pdb"]
+    assert names == ["checkpoint.chk", "cleaned.pdb", "log.csv", "replica_000.dcd", "replica_001.dcd", "run.json",
+                     "topology.pdb"]
     top = md.load(str(out / "topology.pdb"))
     assert top.n_atoms == 97
     for r in range(2):

@@ -4,6 +4,7 @@ torch, the OpenMM loop on the CPU platform with 2 replicas x 3 steps)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -11,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, SHARED
 
 SCRIPT = ROOT / "tools" / "device_checks.py"
 STAGES = ["environment", "compile", "correctness", "timings", "openmm"]
@@ -82,7 +83,7 @@ def test_timings_and_openmm_numbers(smoke):
     assert {(q["label"], q["replicas"]) for q in report["ratios"]} == {(n, R) for n in ("torch", "torch+bf16")
                                                                       for R in (1, 2)}
     assert all(q["speedup_vs_reference"] > 0 for q in report["ratios"])
-    run, pt = report["openmm"]
+    run, pt, *martini = report["openmm"]
     assert run["platform"] == "CPU" and run["replicas"] == 2 and run["steps"] == 3
     assert run["network_force"].startswith("PythonForce fallback") and run["positions_finite"]
     assert run["ns_per_day_aggregate"] == pytest.approx(2 * run["ns_per_day_per_replica"]) and run["ms_per_step"] > 0
@@ -91,6 +92,16 @@ def test_timings_and_openmm_numbers(smoke):
     assert pt["exchanges"] == 1 and pt["exchange_interval"] == 3 and pt["ns_per_day_aggregate"] > 0
     assert pt["ns_per_day_aggregate"] == pytest.approx(2 * pt["ns_per_day_per_replica"])
     assert " +PT" in stdout
+    # the MARTINI 3 row on the same platform (BPTI, the committed system; needs the force-field files)
+    skips = report["stages"]["openmm"]["skips"]
+    if (SHARED / "martini" / "m3" / "martini_v3.0.0.itp").exists() or (ROOT / ".martini_ff").is_dir():
+        (m,) = martini
+        assert m["kind"] == "martini" and m["platform"] == "CPU" and m["replicas"] == 1
+        assert m["particles"] > 1000 and m["dt_fs"] == 20.0 and m["ns_per_day_aggregate"] > 0
+        assert math.isfinite(m["potential_kJ_mol"]) and m["potential_kJ_mol"] < 0
+        assert not any("MARTINI" in s["item"] for s in skips)
+    else:
+        assert not martini and any("MARTINI" in s["item"] for s in skips)
 
 
 def test_past_deadlines_are_recorded_as_skips(tmp_path):

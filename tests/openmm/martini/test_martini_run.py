@@ -110,29 +110,45 @@ def test_missing_forcefield_files_one_line(tmp_path, capsys):
     assert not (tmp_path / "o" / "run.json").exists()
 
 
-@pytest.mark.parametrize("content, message", [
-    ("HETATM    1  C1  LIG A   1       0.000   0.000   0.000  1.00  0.00           C\nEND\n", "martinize2 failed"),
-    (None, "--ignore XYZ"),
-])
-def test_failed_martinize2_is_one_line_through_the_entry_point(tmp_path, content, message):
-    _m3()
+def _renamed_trpcage(tmp_path, name="XYZ"):
+    """trp-cage with residue 5 renamed to something neither OpenMM, pdbfixer nor MARTINI 3 knows."""
+    lines = [line[:17] + name + line[20:] if line.startswith("ATOM") and line[22:26].strip() == "5" else line
+             for line in open(PDB)]
     pdb = tmp_path / "bad.pdb"
-    if content is None:        # trp-cage with one residue renamed to something MARTINI 3 does not know
-        lines = []
-        for line in open(PDB):
-            if line.startswith("ATOM") and line[22:26].strip() == "5":
-                line = line[:17] + "XYZ" + line[20:]
-            lines.append(line)
-        content = "".join(lines)
-    pdb.write_text(content)
+    pdb.write_text("".join(lines))
+    return pdb
+
+
+@pytest.mark.parametrize("content, message", [
+    ("HETATM    1  C1  LIG A   1       0.000   0.000   0.000  1.00  0.00           C\nEND\n", "no protein residues"),
+    (None, "residue XYZ 5 (chain A) is an amino acid"),
+])
+def test_unusable_structures_are_one_line_through_the_entry_point(tmp_path, content, message):
+    """Refused by the cleaning step, before martinize2 runs: one line naming the file (and the residue)."""
+    _m3()
+    pdb = _renamed_trpcage(tmp_path) if content is None else tmp_path / "bad.pdb"
+    if content is not None:
+        pdb.write_text(content)
     res = subprocess.run([str(ENTRY), str(pdb), "--forcefield-dir", str(M3), "--steps", "10",
                           "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=300)
     assert res.returncode == 2
-    lines = [l for l in res.stderr.splitlines() if not l.startswith("flashschnet-martini: building")]
-    assert "Traceback" not in res.stderr and len(lines) == 1, res.stderr
-    assert lines[0].startswith("flashschnet-martini: error:") and message in lines[0] and "bad.pdb" in lines[0]
-    assert (tmp_path / "o" / "system" / "martinize2.log").exists()
+    assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    line = res.stderr.strip()
+    assert line.startswith("flashschnet-martini: error:") and message in line and "bad.pdb" in line
     assert not (tmp_path / "o" / "run.json").exists()      # nothing that looks like a run
+
+
+def test_failed_martinize2_is_one_line(tmp_path):
+    """martinize2's own failure (here: a residue MARTINI 3 does not know, given to prepare_system without the
+    cleaning step) is one InputError line naming the file, the tool and the fix; its log is kept."""
+    from flashschnet.errors import InputError
+
+    pdb = _renamed_trpcage(tmp_path)
+    with pytest.raises(InputError) as err:
+        prepare_system(str(pdb), _m3(), str(tmp_path / "system"), seed=1)
+    msg = str(err.value)
+    assert len(msg.splitlines()) == 1 and "martinize2 failed" in msg and "bad.pdb" in msg and "--ignore XYZ" in msg
+    assert (tmp_path / "system" / "martinize2.log").exists()
 
 
 @pytest.mark.parametrize("args, message", [
@@ -146,3 +162,22 @@ def test_bad_arguments(tmp_path, capsys, args, message):
     assert rc == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+def test_go_model_run_through_the_cli(tmp_path, capsys):
+    """--go: martinize2 -go's files in OUT/system, one residue per Go site in the trajectory topology (they follow
+    the beads), run.json records it, and a resume must keep it."""
+    out = tmp_path / "go"
+    args = [PDB, "--forcefield-dir", _m3(), "--go", "--steps", "10", "--report-interval", "5",
+            "--minimize-iterations", "50", "--seed", "3", "--out", str(out), "--quiet"]
+    assert main(args) == 0
+    assert (out / "system" / "go_atomtypes.itp").exists() and (out / "system" / "go_nbparams.itp").exists()
+    assert json.loads((out / "run.json").read_text())["go"] is True
+    top = read_topology(str(out / "system" / "system.top"), include_dirs=[_m3()])
+    sites = [a for a in top.moleculetypes["protein"].atoms if a.name == "CA"]
+    assert len(sites) == 20                                  # one Go site per trp-cage residue
+    capsys.readouterr()
+    args[args.index("--steps") + 1] = "20"
+    assert main([a for a in args if a != "--go"] + ["--resume"]) == 2
+    assert "go" in capsys.readouterr().err
+    assert main(args + ["--resume"]) == 0

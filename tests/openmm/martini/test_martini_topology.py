@@ -124,6 +124,12 @@ BROKEN = {
                            "atom number 2", 6),
     "undefined molecule": ("[ molecules ]\nPROT 1\n", "'PROT' is not defined", 2),
     "interaction before moleculetype": ("[ bonds ]\n1 2 1 0.3 1\n", "before any [ moleculetype ]", 1),
+    "pair of an undefined type": ("[ atomtypes ]\nA 72 0 A 0.47 3.5\n[ nonbond_params ]\nA X 1 0.5 3.0\n",
+                                  "names atom type 'X'", 4),
+    "non-LJ pair": ("[ atomtypes ]\nA 72 0 A 0.47 3.5\n[ nonbond_params ]\nA A 2 0.5 3.0 1.0\n",
+                    "function type 2 is not supported", 4),
+    "short pair line": ("[ atomtypes ]\nA 72 0 A 0.47 3.5\n[ nonbond_params ]\nA A 1 0.5\n",
+                        "needs 'type type func sigma epsilon'", 4),
 }
 
 
