@@ -154,6 +154,13 @@ def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool 
             echo(f"note: martinize2 gave {len(prep.warnings) - 5} more warnings (see {folder}/martinize2.log)")
         counts = ", ".join(f"{m} x{c}" for m, c in prep.molecules)
         echo(f"note: {prep.n_protein_beads} protein beads; box {prep.box_nm:.2f} nm (cubic); molecules: {counts}")
+        n_pieces = sum(c for _, c in prep.protein_molecules)
+        if n_pieces > structure.n_chains:
+            held = " or Go contacts" if s.go else " or elastic-network bonds" if s.elastic else ""
+            echo(f"note: martinize2 made {n_pieces} protein molecules of {structure.n_chains} chain"
+                 f"{'s' if structure.n_chains != 1 else ''}: it starts a new molecule at each chain break, with no "
+                 f"bonds{held} across it; model the missing residues (e.g. pdbfixer, MODELLER) to keep the "
+                 "pieces together")
     top = read_topology(os.path.join(folder, "system.top"), include_dirs=[s.forcefield_dir])
     pos, box = read_gro(os.path.join(folder, "system.gro"))
     if len(pos) != top.n_particles():

