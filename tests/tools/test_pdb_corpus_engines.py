@@ -50,6 +50,7 @@ def test_the_subset_covers_every_required_quirk(corpus):
     assert required <= covered, required - covered
 
 
+@pytest.mark.slow          # ~12 minutes in all on 2 cores (a MARTINI system per protein)
 @pytest.mark.parametrize("name, expected", SUBSET, ids=[n for n, _ in SUBSET])
 def test_runs_or_refuses_in_one_line(corpus, tmp_path, name, expected):
     results = {}
