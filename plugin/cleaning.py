@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List
 
+from ..cg.mapping import format_counts, format_list
 from ..cg.pdb import parse_pdb, read_pdb_file
 from ..cg.tables import RESIDUE_ALIASES, STANDARD_RESIDUES
 from ..errors import InputError
@@ -81,15 +82,6 @@ def _label(res) -> str:
     """``"LYS 12 (chain A)"`` for an OpenMM Topology residue."""
     chain = (res.chain.id or "").strip() or "-"
     return f"{res.name} {res.id}{(res.insertionCode or '').strip()} (chain {chain})"
-
-
-def _listed(labels: List[str], limit: int = 5) -> str:
-    shown = ", ".join(labels[:limit])
-    return shown + (f" and {len(labels) - limit} more" if len(labels) > limit else "")
-
-
-def _counts(names: List[str]) -> str:
-    return ", ".join(f"{n} x{c}" for n, c in sorted(Counter(names).items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _resolve_alternates(structure) -> tuple:
@@ -186,7 +178,7 @@ def clean_pdb(pdb: str, keep_hydrogens: bool = False) -> CleanedStructure:
                      "occupancy (first in the file on ties)")
     if renamed:
         notes.append(f"{src}: residues with alternative residue names; kept the name of highest occupancy: "
-                     + _listed(renamed))
+                     + format_list(renamed))
     # force-field names OpenMM's tables leave (HSE, HISD, CYM, ...): the same table the CG mapping accepts
     parent = {one: three for three, one in STANDARD_RESIDUES.items()}
     for res in first.topology.residues():
@@ -194,7 +186,7 @@ def clean_pdb(pdb: str, keep_hydrogens: bool = False) -> CleanedStructure:
             res.name = parent[RESIDUE_ALIASES[res.name]]
     std_names = _standardised_names(parsed, first.topology)
     if std_names:
-        notes.append(f"{src}: residue names standardised (OpenMM's and the CG mapping's tables): {_counts(std_names)}")
+        notes.append(f"{src}: residue names standardised (OpenMM's and the CG mapping's tables): {format_counts(Counter(std_names))}")
 
     buf = io.StringIO()
     for line in text.splitlines():
@@ -212,7 +204,7 @@ def clean_pdb(pdb: str, keep_hydrogens: bool = False) -> CleanedStructure:
             unknown = [_label(r) for r in fixer.topology.residues() if r.name not in proteinResidues
                        and {"N", "CA", "C"} <= {a.name for a in r.atoms()}]
             if unknown:     # an amino acid nobody can name: removing it would cut the chain silently
-                raise InputError(f"{src}: residue {_listed(unknown, 3)} is an amino acid that neither the standard "
+                raise InputError(f"{src}: residue {format_list(unknown, 3)} is an amino acid that neither the standard "
                                  "residues nor pdbfixer's table of modified residues knows; rename it to its standard "
                                  "parent (or add a MODRES record naming the parent), or delete it")
             removed = [r.name for r in fixer.removeHeterogens(keepWater=False)]
@@ -248,19 +240,19 @@ def clean_pdb(pdb: str, keep_hydrogens: bool = False) -> CleanedStructure:
                          f"{str(exc).splitlines()[0] if str(exc) else ''}); fix the structure or clean it "
                          "yourself (pdbfixer, or a viewer)") from None
     if replaced:
-        notes.append(f"{src}: modified residues replaced by their standard parents (pdbfixer): {_listed(replaced)}")
+        notes.append(f"{src}: modified residues replaced by their standard parents (pdbfixer): {format_list(replaced)}")
     if removed:
         notes.append(f"{src}: removed {len(removed)} non-protein residues (waters, ions, ligands, capping groups, "
                      "nucleic acids): "
-                     f"{_counts(removed)}")
+                     f"{format_counts(Counter(removed))}")
     if ideal_cb:
         notes.append(f"{src}: placed the missing CB of {len(ideal_cb)} residues by ideal geometry from N, CA, C "
-                     f"(pdbfixer then rebuilt the rest of the side chain): {_listed(ideal_cb)}")
+                     f"(pdbfixer then rebuilt the rest of the side chain): {format_list(ideal_cb)}")
     if incomplete:
         notes.append(f"{src}: {len(incomplete)} residues lack backbone atoms (N, CA or C); not rebuilt (a backbone "
-                     f"cannot be guessed): {_listed([_label(r) for r in incomplete])}")
+                     f"cannot be guessed): {format_list([_label(r) for r in incomplete])}")
     if rebuilt:
-        notes.append(f"{src}: rebuilt missing heavy atoms (pdbfixer) of {len(rebuilt)} residues: {_listed(rebuilt, 3)}")
+        notes.append(f"{src}: rebuilt missing heavy atoms (pdbfixer) of {len(rebuilt)} residues: {format_list(rebuilt, 3)}")
     residues = list(fixer.topology.residues())
     if not residues:
         raise InputError(f"{src}: no protein residues left after removing waters, ions, ligands and nucleic acids; give a PDB "

@@ -53,8 +53,14 @@ def _accepted_names_text() -> str:
     return ("the 20 standard amino acids, " + ", ".join(sorted(tables.RESIDUE_ALIASES))
             + " and Amber terminal names such as NALA/CALA")
 
-def _format_counts(counter: Counter) -> str:
+def format_counts(counter: Counter) -> str:
+    """``"HOH x53, NA x2"``: most frequent first, then by name (for one-line notes)."""
     return ", ".join(f"{name} x{n}" for name, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def format_list(labels: List[str], limit: int = 5) -> str:
+    """``"a, b, c and 4 more"``: the first ``limit`` labels (for one-line notes and errors)."""
+    return ", ".join(labels[:limit]) + (f" and {len(labels) - limit} more" if len(labels) > limit else "")
 
 
 def _missing_atoms_error(res: RawResidue, missing: List[str], mapping: str, src: str) -> InputError:
@@ -246,7 +252,7 @@ def _build(parsed: ParsedPDB, src: str, mapping: str, geometry: bool = True) -> 
         protein.append((res, code, atoms))
 
     if not protein:
-        what = _format_counts(found) if found else "nothing"
+        what = format_counts(found) if found else "nothing"
         raise InputError(f"{src}: no protein residues found (only {what}); give a PDB file of a protein "
                          f"with standard amino-acid residues")
 
@@ -362,9 +368,9 @@ def _build(parsed: ParsedPDB, src: str, mapping: str, geometry: bool = True) -> 
                      f"with the highest occupancy (first in the file on ties)")
     if ignored:
         notes.append(f"{src}: ignored {sum(ignored.values())} non-protein residues (waters, ions, caps, "
-                     f"ligands): {_format_counts(ignored)}")
+                     f"ligands): {format_counts(ignored)}")
     for name, labels in noted_alias.items():
-        shown = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
+        shown = format_list(labels)
         notes.append(f"{src}: {name} read as {tables.NOTED_ALIASES[name]}: {shown}")
 
     return CGMolecule(

@@ -23,6 +23,7 @@ import openmm.app as app
 import openmm.unit as u
 
 from ...errors import InputError
+from ...cg.mapping import format_list
 from ..cleaning import CLEANED_NAME, clean_pdb
 from ..runner import MDJob, RunResult, check_run_settings, make_run_dir, open_run_dir, run_dir, run_job
 from .prepare import check_forcefield_dir, prepare_system
@@ -134,10 +135,8 @@ def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool 
             raise InputError(f"{s.pdb}: only {structure.n_residues} amino-acid residue after cleaning; martinize2 "
                              "maps chains of at least 2 residues: give a peptide or protein")
         if structure.incomplete_backbone:
-            shown = ", ".join(structure.incomplete_backbone[:3])
-            more = len(structure.incomplete_backbone) - 3
             raise InputError(f"{s.pdb}: {len(structure.incomplete_backbone)} residues lack backbone atoms (N, CA or "
-                             f"C): {shown}{f' and {more} more' if more > 0 else ''}; martinize2 needs every backbone "
+                             f"C): {format_list(structure.incomplete_backbone, 3)}; martinize2 needs every backbone "
                              "atom: complete the structure (e.g. MODELLER, or PULCHRA for a CA trace) or remove those "
                              "residues")
         for note in structure.notes:
