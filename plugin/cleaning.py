@@ -19,6 +19,10 @@ What is done, in order, each with a one-line note when it changes anything:
    residue lacking N, CA or C is left as it is (a CA-only trace stays one, for the CA mapping; the 5-bead mapping
    and MARTINI refuse it by name). Missing *residues* are not modelled: a gap
    stays a chain break, which each engine reports. Terminal OXT atoms are not added.
+6. **Declared disulfide bonds** (SSBOND records; residues named CYX, paired nearest first) whose SG atoms are not
+   at bonding distance in the coordinates are listed in a note: martinize2 bonds cysteines from the coordinates
+   (and CONECT records, which OpenMM writes for SG atoms within 0.3 nm), and the CG model has no disulfide term,
+   so neither engine bonds them.
 
 The output is written with OpenMM's ``PDBFile.writeFile`` keeping chain ids, residue numbers and insertion codes.
 Cleaning a cleaned file changes nothing. Unreadable input is an :class:`~flashschnet.errors.InputError` with a
@@ -48,6 +52,10 @@ REBUILD_SEED = 1
 
 #: the atoms a residue's backbone is built from: a residue missing one of them is not rebuilt
 BACKBONE = frozenset({"N", "CA", "C"})
+
+#: SG-SG distance (Angstrom) up to which two cysteines count as bonded: OpenMM's rule (``Topology.
+#: createDisulfideBonds``), which makes the CONECT records martinize2 reads; a real disulfide is about 2.05 A
+DISULFIDE_MAX_A = 3.0
 
 #: header records kept for pdbfixer (MODRES names the parent of a modified residue)
 _HEADER_RECORDS = ("MODRES", "SEQRES", "CRYST1")
@@ -187,6 +195,12 @@ def clean_pdb(pdb: str, keep_hydrogens: bool = False) -> CleanedStructure:
     std_names = _standardised_names(parsed, first.topology)
     if std_names:
         notes.append(f"{src}: residue names standardised (OpenMM's and the CG mapping's tables): {format_counts(Counter(std_names))}")
+    unbonded = _unbonded_disulfides(text, parsed, first.topology, first.positions)
+    if unbonded:
+        notes.append(f"{src}: {len(unbonded)} disulfide bonds the file declares (SSBOND records, CYX names) are not in "
+                     f"its coordinates (SG-SG beyond {DISULFIDE_MAX_A:g} A): {format_list(unbonded, 4)}; neither engine "
+                     "bonds them (martinize2 bonds cysteines from their coordinates, the CG model has no disulfide "
+                     "term): fix the structure if they should be bonded")
 
     buf = io.StringIO()
     for line in text.splitlines():
@@ -322,15 +336,70 @@ def _add_ideal_cb(topology, positions):
     return new, new_xyz * unit.nanometer, [_label(r) for r in missing]
 
 
+def _key(res) -> tuple:
+    """(chain id, residue number, insertion code) of an OpenMM Topology residue: :func:`_raw_key`'s key."""
+    return ((res.chain.id or "").strip(), str(res.id).strip(), (res.insertionCode or "").strip())
+
+
+def _raw_key(raw) -> tuple:
+    """(chain id, residue number, insertion code) of a residue of :func:`~flashschnet.cg.pdb.parse_pdb`."""
+    return (raw.chain.strip(), str(raw.resseq), raw.icode.strip())
+
+
+def _unbonded_disulfides(text: str, parsed, topology, positions) -> List[str]:
+    """The disulfide bonds a PDB file declares whose SG atoms are more than :data:`DISULFIDE_MAX_A` apart (or
+    missing), as ``"CYS 28 (chain -)-CYS 44 (chain -) 3.66 A"``; a CYX residue left without a CYX partner as
+    ``"CYS 5 (chain A) (CYX, no partner)"``.
+
+    Declared are the pairs of the SSBOND records (fixed columns: the PDB format's, read here because neither
+    OpenMM's reader nor mdtraj keeps them) and the residues named CYX (AMBER's name for a bonded cysteine), paired
+    nearest first among those no SSBOND record names. ``topology``/``positions`` are OpenMM's (nm), first model."""
+    import numpy as np
+    import openmm.unit as unit
+
+    residues = {_key(r): r for r in topology.residues()}
+    xyz = np.asarray(positions.value_in_unit(unit.angstrom))
+    sg = {k: xyz[a.index] for k, r in residues.items() for a in r.atoms() if a.name == "SG"}
+
+    def dist(a, b):
+        return float(np.linalg.norm(sg[a] - sg[b])) if a in sg and b in sg else float("inf")
+
+    pairs = []
+    for line in text.splitlines():
+        line = line.ljust(72)
+        # a bond to a symmetry mate (an operator other than 1555) is not between atoms of this file
+        if line.startswith("SSBOND") and {line[59:65].strip(), line[66:72].strip()} <= {"", "1555"}:
+            pairs.append(((line[15].strip(), line[17:21].strip(), line[21].strip()),
+                          (line[29].strip(), line[31:35].strip(), line[35].strip())))
+    named = {k for p in pairs for k in p}
+    cyx_keys = {_raw_key(raw) for raw in parsed.residues if raw.resname == "CYX"} - named
+    cyx = [k for k in residues if k in cyx_keys]                         # file order
+    candidates = sorted((dist(a, b), i, j) for i, a in enumerate(cyx) for j, b in enumerate(cyx) if i < j)
+    paired, cyx_pairs = set(), []
+    for d, i, j in candidates:                                           # nearest first
+        if i not in paired and j not in paired and d < float("inf"):
+            cyx_pairs.append((i, j))
+            paired |= {i, j}
+    pairs += [(cyx[i], cyx[j]) for i, j in sorted(cyx_pairs)]            # listed in file order
+
+    def label(k):
+        return _label(residues[k]) if k in residues else f"{k[1]}{k[2]} (chain {k[0] or '-'}; not in the file)"
+
+    out = [f"{label(a)}-{label(b)} " + (f"{dist(a, b):.2f} A" if dist(a, b) < float("inf") else "(no SG atom)")
+           for a, b in pairs if not dist(a, b) <= DISULFIDE_MAX_A]
+    out += [f"{label(cyx[i])} (CYX, no partner)" for i in range(len(cyx)) if i not in paired]
+    return out
+
+
 def _standardised_names(parsed, topology) -> List[str]:
     """``"HSD->HIS"`` for every residue whose name OpenMM's reader changed (matched by chain, number, insertion
     code)."""
     read = {}
     for raw in parsed.residues:
-        read.setdefault((raw.chain.strip(), str(raw.resseq), raw.icode.strip()), raw.resname)
+        read.setdefault(_raw_key(raw), raw.resname)
     out = []
     for res in topology.residues():
-        name = read.get(((res.chain.id or "").strip(), str(res.id).strip(), (res.insertionCode or "").strip()))
+        name = read.get(_key(res))
         if name and name != res.name:
             out.append(f"{name}->{res.name}")
     return out

@@ -31,6 +31,10 @@ SUBSET = [
     ("pdbfixer__1BHL.pdb", {"cg_note": "chain break between GLN 137 (chain A) and MET 154 (chain A)",
                             "martini_note": "martinize2 made 2 protein molecules of 1 chain"}),  # chain break, CAS
     ("vermouth__1mj5-charmm_aa.pdb", {"martini": "skip"}),   # HSD/HSE/HSP (MARTINI: 295 residues, full table)
+    # CYX pairs not at bonding distance, chains by TER only, hydrogens
+    ("openmmforcefields__thrombin_Thrombin_protein.pdb",
+     {"cg_note": "4 disulfide bonds the file declares", "martini_note": "4 disulfide bonds the file declares"}),
+    ("openmmforcefields__ptp1b_PTP1B_protein.pdb", {"cg_note": "ACE x1, NME x1"}),   # ACE/NME caps on a protein
     ("biopython__1LCD.pdb", {"martini": "skip"}),       # NMR models, protein + DNA (the DNA removed)
     ("vermouth__dna-short.pdb", {"cg": "no protein residues", "martini": "no protein residues"}),
     ("vermouth__heme.pdb", {"cg": "no protein residues", "martini": "no protein residues"}),
