@@ -366,9 +366,11 @@ def _unbonded_disulfides(text: str, parsed, topology, positions) -> List[str]:
 
     pairs = []
     for line in text.splitlines():
+        if not line.startswith("SSBOND"):
+            continue
         line = line.ljust(72)
         # a bond to a symmetry mate (an operator other than 1555) is not between atoms of this file
-        if line.startswith("SSBOND") and {line[59:65].strip(), line[66:72].strip()} <= {"", "1555"}:
+        if {line[59:65].strip(), line[66:72].strip()} <= {"", "1555"}:
             pairs.append(((line[15].strip(), line[17:21].strip(), line[21].strip()),
                           (line[29].strip(), line[31:35].strip(), line[35].strip())))
     named = {k for p in pairs for k in p}

@@ -251,7 +251,7 @@ def _disulfide_notes(cleaned):
 
 def test_cyx_pairs_not_at_bonding_distance_are_named():
     """The real thrombin file names 8 cysteines CYX, whose SG atoms are 3.6-6.0 A from the nearest other CYX SG: the
-    note lists the 4 pairs (nearest first, then in file order) with their distances."""
+    note lists the 4 pairs (paired nearest first, listed in file order) with their distances."""
     path = CORPUS / "openmmforcefields__thrombin_Thrombin_protein.pdb"
     cleaned = clean_pdb(str(path))
     (note,) = _disulfide_notes(cleaned)
