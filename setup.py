@@ -32,25 +32,38 @@ def _requirements(name):
 
 # Compatible ranges. The exact set we verified is requirements.txt (tools/venv.sh installs it; the extra
 # ``pinned`` is that set). Lower bounds: the verified release lines. Upper bounds: known breakages --
-# torch >= 2.10 fails at every TorchForce call with openmmtorch 1.5; openmm 8.6 breaks openmmtorch 1.5's XML
-# (de)serialization; numpy 2.4 breaks Triton's interpreter (the CPU kernel tests); insane 1.2.0 imports
-# pkg_resources, which setuptools 81 removed; openmm-ml 1.8 needs openmm >= 8.6.1.
+# * openmm-torch: acellera's builds (module ``openmmtorch``) are the only ones on PyPI for torch >= 2.10
+#   (openmmtorch 1.5 fails at every TorchForce call with torch >= 2.10). We take ``acellera-openmmtorch-cpu``
+#   for the core: its Reference/CPU/OpenCL plugins need no CUDA library, so ``pip install .`` works on any
+#   Linux machine; the extras ``cuda12`` / ``cuda13`` add the build of the same release whose CUDA plugin
+#   matches torch's CUDA major version (a superset of the CPU build's files, same release: the files both ship
+#   come from one source, the CUDA plugin only from the CUDA build). Metadata: torch>=2.10,<2.13.
+# * openmm < 8.6: with openmm 8.6.x, deserializing a System that holds a TorchForce segfaults inside
+#   openmm-torch 1.10's TorchForceProxy::deserialize (it was compiled against OpenMM 8.5's SerializationNode):
+#   ``python tools/xml_round_trip.py`` in an environment with openmm 8.6.1 shows it (exit status 139). openmm-ml 1.8 needs openmm >= 8.6.1, so openmm-ml stays 1.7.
+# * insane 1.2.0 imports pkg_resources, which setuptools 81 removed.
+OPENMM = "openmm>=8.5,<8.6"
+OPENMMTORCH = ">=1.10,<1.11"
 #: what flashschnet-simulate, -convert, -benchmark, -train md and flashschnet.openmm.build_system need
 CORE = [
-    "torch>=2.9,<2.10",
-    "openmm>=8.5,<8.6",
-    "openmmtorch>=1.5,<1.6",
-    "numpy>=1.26,<2.4",
+    "torch>=2.10,<2.13",
+    OPENMM,
+    "acellera-openmmtorch-cpu" + OPENMMTORCH,
+    "numpy>=1.26,<2.6",
     "mdtraj>=1.11,<2",
     "pdbfixer>=1.12,<2",   # flashschnet.openmm.cleaning (both engines read the PDB it cleans)
     "tqdm>=4.66",
 ]
 EXTRAS = {
+    # the OpenMM CUDA platform and openmm-torch's CUDA plugin, for a torch built with CUDA 12 or 13 (torch 2.11
+    # from PyPI on Linux is CUDA 13): flashschnet-simulate --platform CUDA; flashschnet-doctor checks them
+    "cuda12": [OPENMM.replace("openmm", "openmm[cuda12]"), "acellera-openmmtorch-cu12" + OPENMMTORCH],
+    "cuda13": [OPENMM.replace("openmm", "openmm[cuda13]"), "acellera-openmmtorch-cu13" + OPENMMTORCH],
     # flashschnet-martini, flashschnet-compare: martinize2 (vermouth) and insane write the MARTINI system
     "martini": ["vermouth>=0.15,<0.16", "insane>=1.2,<1.3", "setuptools>=70,<81"],
     # figures (flashschnet-analyze, -compare, -train fit/validate) and HDF5 trajectories (mdtraj via PyTables)
     "analysis": ["matplotlib>=3.8", "tables>=3.11"],
-    # MLPotential("flashschnet") in OpenMM-ML
+    # MLPotential("flashschnet") in OpenMM-ML (1.8 needs openmm >= 8.6.1)
     "openmmml": ["openmmml>=1.7,<1.8"],
     # flashschnet-simulate --workers N / --scheduler ADDRESS: blocks of walkers as Dask actors
     "cluster": ["dask>=2026.8", "distributed>=2026.8"],
@@ -82,6 +95,7 @@ setup(
             "flashschnet-convert = flashschnet.scripts.convert:main",
             "flashschnet-train = flashschnet.scripts.train:main",
             "flashschnet-analyze = flashschnet.scripts.analyze:main",
+            "flashschnet-doctor = flashschnet.scripts.doctor:main",
         ],
         # OpenMM-ML finds our potential here: MLPotential("flashschnet", modelPath=...)
         "openmmml.potentials": [

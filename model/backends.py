@@ -47,6 +47,33 @@ def resolve_backend(name: Optional[str] = None, device: Optional[str] = None) ->
         raise InputError(f"unknown backend {name!r}; use one of: {', '.join(BACKENDS)}")
     if name == "triton" and device is not None and not str(device).startswith("cuda") \
             and os.environ.get("TRITON_INTERPRET") != "1":
-        raise InputError("backend 'triton' needs a CUDA device (or TRITON_INTERPRET=1 for testing); "
-                         "use backend='torch' on CPU")
+        raise InputError(f"backend 'triton' needs a CUDA device (or TRITON_INTERPRET=1 for testing); "
+                         f"{gpu_hint()}; use backend='torch' on CPU")
     return name
+
+
+def cuda_extra(torch_cuda: Optional[str] = "installed") -> str:
+    """The extra of this package that brings the OpenMM CUDA platform and openmm-torch's CUDA plugin for a torch
+    built with CUDA ``torch_cuda`` (``torch.version.cuda``; default: the installed torch's): ``"cuda12"`` or
+    ``"cuda13"`` by its major version (``"cuda13"`` for a CPU build or another version: the PyPI default of torch
+    2.11 on Linux is CUDA 13)."""
+    if torch_cuda == "installed":
+        import torch
+
+        torch_cuda = torch.version.cuda
+    major = (torch_cuda or "13").split(".")[0]
+    return f"cuda{major}" if major in ("12", "13") else "cuda13"
+
+
+def gpu_hint() -> str:
+    """Why no CUDA device is usable here, and what to install, in one clause."""
+    import torch
+
+    if torch.version.cuda is None:
+        return (f"this torch {torch.__version__} is a CPU build: on a GPU machine install torch with CUDA, then "
+                f"pip install 'flashschnet[{cuda_extra()}]' (flashschnet-doctor checks the set-up)")
+    if not torch.cuda.is_available():
+        return (f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no GPU here (no NVIDIA driver or "
+                f"device); on a GPU machine: pip install 'flashschnet[{cuda_extra()}]' (flashschnet-doctor "
+                f"checks the set-up)")
+    return f"pip install 'flashschnet[{cuda_extra()}]' for the OpenMM CUDA platform"

@@ -12,7 +12,7 @@ uses only built-in ops.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 import torch
 from torch import nn
@@ -88,12 +88,23 @@ def _import_openmmtorch():
     return openmmtorch
 
 
-def create_torch_force(module: torch.jit.ScriptModule, force_group: int = 0) -> "openmmtorch.TorchForce":
+#: openmm-torch properties that make the TorchForce capture the module as a CUDA graph (CUDA platform only;
+#: ``CUDAGraphWarmupSteps`` eager calls first): the ``properties`` of :func:`create_torch_force`
+CUDA_GRAPH_PROPERTIES = {"useCUDAGraphs": "true", "CUDAGraphWarmupSteps": "3"}
+
+
+def create_torch_force(module: torch.jit.ScriptModule, force_group: int = 0,
+                       properties: Optional[Dict[str, str]] = None) -> "openmmtorch.TorchForce":
     """A ``TorchForce`` running ``module`` (from :func:`network_module`), with forces returned by the
     module (``setOutputsForces(True)``). openmm-torch is imported here, not at module import, so the rest of
-    :mod:`flashschnet.openmm` (e.g. the PythonForce path) works where openmm-torch is absent."""
+    :mod:`flashschnet.openmm` (e.g. the PythonForce path) works where openmm-torch is absent.
+
+    ``properties``: openmm-torch ``TorchForce`` properties to set (``setProperty``), e.g.
+    :data:`CUDA_GRAPH_PROPERTIES`; default none (openmm-torch's defaults: no CUDA graph)."""
     openmmtorch = _import_openmmtorch()
     force = openmmtorch.TorchForce(module)
+    for key, value in (properties or {}).items():
+        force.setProperty(str(key), str(value))
     force.setOutputsForces(True)
     force.setForceGroup(force_group)
     force.setName("CGSchNet")

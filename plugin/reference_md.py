@@ -36,9 +36,10 @@ def reference_md(pdb: str, out: str, frames: int, interval: int = 500, temperatu
     check_finite(temperature_K, "--temperature", "K", positive=True)
     check_finite(friction_per_ps, "friction", "1/ps", nonnegative=True)
     check_seed(seed)
-    names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
-    if platform not in names:
-        raise InputError(f"OpenMM platform {platform!r} is not available here; available: {', '.join(names)}")
+    from .platforms import loaded_platforms, missing_platform
+
+    if platform not in loaded_platforms():
+        raise InputError(missing_platform(platform))
     try:
         pdbfile = app.PDBFile(pdb)
     except Exception as exc:                          # OpenMM raises several types for bad PDB text

@@ -9,7 +9,7 @@ Two ways to run R replicas:
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 import openmm
@@ -47,7 +47,7 @@ def check_compatible(mol, model) -> None:
 
 
 def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, module=None,
-                 network_force: str = "torch") -> openmm.System:
+                 network_force: str = "torch", torch_properties: Optional[Dict[str, str]] = None) -> openmm.System:
     """An OpenMM System for ``replicas`` packed copies of the CG molecule ``mol``.
 
     Parameters
@@ -68,6 +68,9 @@ def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, m
         :class:`~flashschnet.openmm.force.OpenMMNetwork` for ``"python"``.
     network_force : str
         ``"torch"`` (an openmm-torch TorchForce, default) or ``"python"`` (an ``openmm.PythonForce``).
+    torch_properties : dict, optional
+        openmm-torch properties of the TorchForce (``network_force="torch"`` only), e.g.
+        :data:`~flashschnet.openmm.force.CUDA_GRAPH_PROPERTIES` for CUDA-graph capture; default none.
 
     Returns
     -------
@@ -81,18 +84,21 @@ def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, m
     for _ in range(replicas):
         for m in masses:
             system.addParticle(float(m))
-    add_model_forces(system, mol, model, replicas, priors=priors, module=module, network_force=network_force)
+    add_model_forces(system, mol, model, replicas, priors=priors, module=module, network_force=network_force,
+                     torch_properties=torch_properties)
     return system
 
 
 def add_model_forces(system: openmm.System, mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS,
                      module=None, network_force: str = "torch", network_group: int = NETWORK_GROUP,
-                     prior_group: int = PRIOR_GROUP) -> None:
+                     prior_group: int = PRIOR_GROUP, torch_properties: Optional[Dict[str, str]] = None) -> None:
     """Add the network and prior forces for ``replicas`` packed copies of ``mol`` to an existing ``system``
     whose particles ``0 .. replicas * mol.n_beads - 1`` are those copies (replica-major).
 
     Parameters are those of :func:`build_system`; ``network_group`` / ``prior_group`` are the force groups.
     """
+    if torch_properties and network_force != "torch":
+        raise InputError(f"torch_properties apply to the TorchForce only, not network_force={network_force!r}")
     model = None if model is None else as_loaded(model)
     if model is not None:
         check_compatible(mol, model)
@@ -102,7 +108,7 @@ def add_model_forces(system: openmm.System, mol, model=None, replicas: int = 1, 
         else:
             if module is None:
                 module = network_module(model, types, replicas)
-            system.addForce(create_torch_force(module, network_group))
+            system.addForce(create_torch_force(module, network_group, properties=torch_properties))
     prior_set = _resolve_priors(model, priors, mol)
     if prior_set is not None:
         from .priors import add_prior_forces

@@ -13,26 +13,45 @@ next stages down) and each with a deadline:
    a model compressed by :func:`flashschnet.compress` with float32 / float16 / bfloat16 tables); float64 last,
    only if time is left;
 3. ``correctness`` -- float32, every backend x {none, bf16, fp16} on the mlcg oracle ``mlcg_schnet_A.pt``:
-   max relative errors vs the oracle and vs the backends before it; three calls bitwise equal? (triton: also
-   the compressed models on the table kernels vs the same tables on the reference backend, plain PyTorch);
+   max relative errors (:func:`rel`) vs the oracle and vs the backends before it; three calls bitwise equal?
+   (triton: also ieee and bf16 matrix products, and the compressed models on the table kernels vs the same
+   tables on the reference backend, plain PyTorch); then the *precision check* (:func:`precision_checks`): the
+   measured errors vs the oracle against the prediction of ``docs/tf32-accuracy.json`` (``--prediction``):
+   pass if ``measured <= PREDICTION_FACTOR * predicted + PREDICTION_ABS`` (2 x + 1e-6) for energy and forces
+   -- tf32 (triton, float32 weights, matmul auto) and the ieee / bf16 products where predicted, on CUDA; on a
+   CPU, ieee only (the kernel backend computes exact float32 products there); a failed check is an error, a
+   missing file a skip;
 4. ``timings`` -- :func:`flashschnet.openmm.benchmark.measure.energy_forces` (the benchmark's model, structure
-   and positions) for every backend and the kernel backend with bf16 weights (triton: and with float32 /
+   and positions) for every backend (the reference only at ``--reference-replicas``, default R = 8, 64) and the
+   kernel backend with bf16 weights (triton: also bf16 / fp16 products, CUDA-graph replay and float32 /
    bfloat16 filter tables) at each R, skipping what is predicted from a smaller R to exceed the memory limit or
-   the time left; speed-ups vs this run's reference;
-5. ``openmm`` -- :func:`flashschnet.openmm.benchmark.measure.openmm_loop` with the network as an
-   ``openmm.PythonForce`` (the "PythonForce fallback": no openmm-torch on the device), on the first of the
-   CUDA, OpenCL and CPU platforms that loads and runs; then, on that platform, the same System as a
-   parallel-tempering run (:func:`~flashschnet.openmm.benchmark.measure.tempering_loop`: R walkers, an exchange
-   every 10 steps; aggregate ns/day and the per-exchange overhead beside the plain loop's); and on the same
-   platform, MARTINI 3 on the same protein (:func:`martini_loop`: the committed BPTI system of
+   the time left; speed-ups and memory vs this run's reference;
+5. ``openmm`` -- :func:`flashschnet.openmm.benchmark.measure.openmm_loop`, the product's shape: the network as
+   an openmm-torch ``TorchForce`` (falling back to ``openmm.PythonForce``, recorded, only if ``openmmtorch``
+   cannot be imported) on the first of the CUDA, OpenCL and CPU platforms that loads and runs, for the kernel
+   backend's float32 variants of :data:`OPENMM_VARIANTS` (tf32 products, bf16 products, bf16 weights, float32
+   filter tables) at each ``--openmm-replicas`` R (default 1, 8, 64, 128), each as a TorchForce, and (CUDA
+   platform only, else a skip) a TorchForce with openmm-torch's CUDA-graph properties
+   (:data:`flashschnet.openmm.force.CUDA_GRAPH_PROPERTIES`); the reference backend as a TorchForce at the
+   reference R (8, 64) for the speed ratio; the PythonForce at the headline R (64) and the smallest R, tf32 only
+   (what the TorchForce saves; not every variant, to save time); the same System as a parallel-tempering run
+   (:func:`~flashschnet.openmm.benchmark.measure.tempering_loop`: R = 64 walkers, an exchange every 10 steps);
+   and MARTINI 3 on the same protein (:func:`martini_loop`: the committed BPTI system of
    ``tests/data/martini/systems/bpti``, 20 fs Langevin; needs the MARTINI 3 ``.itp`` files: ``--martini-ff``,
-   default ``.martini_ff/`` (carried to the device) or ``../shared/martini/m3``), so the GPU comparison is one run.
+   default ``.martini_ff/`` (carried to the device) or ``../shared/martini/m3``), so the GPU comparison is one
+   run. Rows run in order of importance (:func:`openmm_plan`: the headline rows first, then the rest of the
+   grid), each skipped when predicted (its setup time plus its steps, linear in R from a smaller R) to overrun
+   the stage's deadline, or when the same configuration failed at a smaller R.
 
 Stage *i* must end by ``start + budget * (1 - the later stages' SHARES)``: time a stage leaves goes to the next.
 Before each item a stage checks its deadline (an item it cannot start is a skip); one that overruns it by
 :data:`GRACE_S` is killed and keeps the items it saved. ``OUT/device.json``, rewritten after every stage:
 ``settings``, ``machine``, ``stages`` (each: ``status``, ``wall_s``, ``results``, ``skips``, ``errors``),
-``timings`` (energy_forces rows, as flashschnet-benchmark's ``results``), ``ratios`` and ``openmm``.
+``timings`` (energy_forces rows, as flashschnet-benchmark's ``results``), ``ratios`` and ``openmm`` (the
+OpenMM rows, skips included). The exit status is 1 if any stage recorded an error (a failed item, a failed
+precision check, a crashed or killed stage), else 0 (skips, each with its reason, are not failures; nor are
+missed performance targets: the summary and ``tools/device_report.py`` report them as FAIL).
+``tools/device_report.py`` renders device.json into docs/benchmarks.md.
 """
 from __future__ import annotations
 
@@ -56,7 +75,10 @@ MARTINI_SYSTEM = ROOT / "tests" / "data" / "martini" / "systems" / "bpti"
 MARTINI_FF = (ROOT / ".martini_ff", ROOT.parent / "shared" / "martini" / "m3")
 STAGES = ("environment", "compile", "correctness", "timings", "openmm")
 #: each stage's share of the budget
-SHARES = {"environment": 0.06, "compile": 0.29, "correctness": 0.12, "timings": 0.36, "openmm": 0.17}
+#: (device estimate, 450 s: environment ~10 s of its 18; compile ~60-100 s of Triton JIT; correctness ~20 s;
+#: timings ~40 rows of ~1-2 s; openmm ~40 rows of ~3-5 s set-up each -- the largest share; time a stage leaves
+#: goes to the next)
+SHARES = {"environment": 0.04, "compile": 0.21, "correctness": 0.09, "timings": 0.21, "openmm": 0.45}
 #: seconds a stage may overrun its deadline (to end the item it is in) before it is killed
 GRACE_S = 15.0
 #: 16-bit weight variants checked (flashschnet.names.VARIANTS)
@@ -65,14 +87,27 @@ VARIANTS = ("none", "bf16", "fp16")
 #: compiled and checked for correctness, and those timed
 TABLES = ("float32", "float16", "bfloat16")
 TIMED_TABLES = ("float32", "bfloat16")
+#: the OpenMM rows' variants of the kernel backend (float32 weights unless said): name -> quantize, matmul, compress
+OPENMM_VARIANTS = {"tf32": dict(quantize="none", matmul="auto", compress="none"),
+                   "bf16 products": dict(quantize="none", matmul="bf16", compress="none"),
+                   "bf16 weights": dict(quantize="bf16", matmul="auto", compress="none"),
+                   "float32 tables": dict(quantize="none", matmul="auto", compress="float32")}
+#: the OpenMM network forces: a TorchForce, the same with openmm-torch's CUDA graph, an openmm.PythonForce
+TORCH, GRAPH, PYTHON = "TorchForce", "TorchForce+CUDA graph", "PythonForce"
+#: the headline R of the OpenMM rows (and the R of the parallel-tempering row); the largest R if not measured
+HEADLINE_R = 64
+#: the precision check's prediction (docs/tf32-accuracy.json, "prediction") and its rule: pass if
+#: measured <= PREDICTION_FACTOR * predicted + PREDICTION_ABS, for the energy and the forces
+PREDICTION = ROOT / "docs" / "tf32-accuracy.json"
+PREDICTION_FACTOR, PREDICTION_ABS = 2.0, 1e-6
 #: the defaults of a device run and of ``--smoke`` (backend, replica and step lists; seconds; GB)
 FULL = dict(device="cuda", backends="reference,torch,triton", replicas="1,8,64,128", budget=450.0, pdb=None,
-            openmm_replicas=64, openmm_steps=50, warmup=3, repeats=10, max_memory_gb=100.0, float64_need_s=40.0,
-            threads=None)
+            reference_replicas="8,64", openmm_replicas="1,8,64,128", openmm_steps=50, warmup=3, repeats=10,
+            max_memory_gb=100.0, float64_need_s=40.0, threads=None)
 SMOKE = dict(device="cpu", backends="reference,torch", replicas="1,2", budget=200.0,
              pdb=str(ROOT / "tests" / "data" / "structures" / "1L2Y_trpcage.pdb"),
-             openmm_replicas=2, openmm_steps=3, warmup=1, repeats=2, max_memory_gb=4.0, float64_need_s=0.0,
-             threads=1)
+              reference_replicas="1,2", openmm_replicas="1,2", openmm_steps=3, warmup=1, repeats=2, max_memory_gb=4.0,
+             float64_need_s=0.0, threads=1)
 COMPILE_BEADS = 20
 #: the fields of a record that are not measurements
 BOOKKEEPING = ("item", "status", "seq", "wall_s")
@@ -100,8 +135,15 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--replicas", help="comma-separated R of the timings (default 1,8,64,128; smoke: 1,2)")
     p.add_argument("--pdb", help="structure (default: the benchmark's packaged BPTI; smoke: trp-cage)")
     p.add_argument("--budget", type=float, help="seconds for all stages together (default 450; smoke 200)")
-    for name in ("openmm-replicas", "openmm-steps", "warmup", "repeats", "threads"):
+    p.add_argument("--reference-replicas", help="comma-separated R of the reference backend's timings "
+                                                "(default 8,64; smoke: 1,2)")
+    p.add_argument("--openmm-replicas", help="comma-separated R of the OpenMM rows (default 1,8,64,128; smoke: 1,2)")
+    for name in ("openmm-steps", "warmup", "repeats", "threads"):
         p.add_argument(f"--{name}", type=int)
+    p.add_argument("--prediction", default=str(PREDICTION),
+                   help="JSON with the predicted errors vs the oracle (key 'prediction'; "
+                        "default docs/tf32-accuracy.json)")
+    p.add_argument("--stages", default=",".join(STAGES), help="comma-separated stages to run (default all)")
     p.add_argument("--martini-ff", help="folder of the MARTINI 3 .itp files for the MARTINI row (default .martini_ff/, "
                                         "else ../shared/martini/m3)")
     p.add_argument("--max-memory-gb", type=float, help="skip a timing predicted to need more (default 100)")
@@ -114,6 +156,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
             setattr(args, key, value)
     args.backends = [b for b in args.backends.split(",") if b]
     args.replicas = sorted({int(r) for r in args.replicas.split(",") if r})
+    args.reference_replicas = sorted({int(r) for r in args.reference_replicas.split(",") if r})
+    args.openmm_replicas = sorted({int(r) for r in args.openmm_replicas.split(",") if r})
+    args.stages = [s for s in STAGES if s in args.stages.split(",")]
     # the backend compiled, quantized and put into OpenMM: triton if selected, else the last non-reference one
     fused = [b for b in args.backends if b != "reference"]
     args.kernel_backend = "triton" if "triton" in fused else (fused or args.backends)[-1]
@@ -187,6 +232,21 @@ def config(args, pdb, **kw) -> Dict[str, Any]:
                      threads=args.threads or torch.get_num_threads(), warmup=args.warmup), **kw)
 
 
+def openmmtorch_version(mod) -> str:
+    """The openmm-torch module's version: its ``__version__``, else its distribution's (the acellera wheels)."""
+    if getattr(mod, "__version__", None):
+        return str(mod.__version__)
+    from importlib import metadata
+
+    for dist in ("acellera-openmmtorch-cu13", "acellera-openmmtorch-cu12", "acellera-openmmtorch-cpu",
+                 "acellera-openmmtorch", "openmmtorch", "openmm-torch"):
+        try:
+            return f"{dist} {metadata.version(dist)}"
+        except metadata.PackageNotFoundError:
+            continue
+    return "?"
+
+
 def rel(a, b) -> float:
     """max |a - b| / max |b|."""
     return float((a - b).abs().max() / b.abs().max())
@@ -221,6 +281,13 @@ def stage_environment(args, st: Stage) -> None:
                "platforms": [openmm.Platform.getPlatform(i).getName()
                              for i in range(openmm.Platform.getNumPlatforms())],
                "plugin_load_failures": list(openmm.Platform.getPluginLoadFailures())}
+        try:  # openmm-torch: the module (its plugins' load failures are among OpenMM's above)
+            from flashschnet.openmm.force import _import_openmmtorch
+
+            mod = _import_openmmtorch()
+            out["openmmtorch"] = f"{openmmtorch_version(mod)} ({getattr(mod, '__file__', '?')})"
+        except Exception as exc:  # recorded here; the openmm stage falls back to the PythonForce
+            out["openmmtorch"] = f"cannot load: {type(exc).__name__}: {exc}"[:300]
         print(f"OpenMM {out['openmm']} platforms: {', '.join(out['platforms'])}\nplugin load failures:",
               *(out["plugin_load_failures"] or ["none"]), sep="\n  ")
         return out
@@ -318,8 +385,8 @@ def stage_correctness(args, st: Stage) -> None:
     e_ref, f_ref = A["energies_kcal_mol"], A["forces_kcal_mol_A"]
     outputs: Dict[Any, Any] = {}
 
-    def check(backend: str, variant: str, comp: str = "none") -> Dict[str, Any]:
-        model = flashschnet.load_model(ORACLE, backend=backend, device=args.device)
+    def check(backend: str, variant: str, comp: str = "none", matmul: str = "auto") -> Dict[str, Any]:
+        model = flashschnet.load_model(ORACLE, backend=backend, device=args.device, matmul=matmul)
         model = apply_variant(apply_compression(model, comp), variant)
         runs = [tuple(t.detach() for t in model.energy_forces(pos, types)) for _ in range(3)]
         e, f = (t.double().cpu() for t in runs[0])
@@ -327,21 +394,102 @@ def stage_correctness(args, st: Stage) -> None:
                "bitwise_repeatable": all(torch.equal(runs[0][i], r[i]) for r in runs[1:] for i in (0, 1)),
                "finite": bool(torch.isfinite(e).all() and torch.isfinite(f).all())}
         for other in args.backends:
-            if (other, variant, comp) in outputs:
+            if other != backend and (other, variant, comp) in outputs:
                 row[f"energy_rel_diff_vs_{other}"] = rel(e, outputs[other, variant, comp][0])
                 row[f"forces_rel_diff_vs_{other}"] = rel(f, outputs[other, variant, comp][1])
-        outputs[backend, variant, comp] = (e, f)
+        if matmul == "auto":
+            outputs[backend, variant, comp] = (e, f)
         return row
 
     for variant in VARIANTS:
         for backend in args.backends:
             st.run(f"{backend}+{variant} float32 on {ORACLE.name}", lambda: check(backend, variant),
                    backend=backend, quantize=variant, dtype="float32", compress="none")
+    if args.kernel_backend == "triton":       # exact (ieee) and bf16 products of float32 weights (auto: tf32)
+        for mm in ("ieee", "bf16"):
+            st.run(f"triton/mm={mm}+none float32 on {ORACLE.name}", lambda: check("triton", "none", matmul=mm),
+                   backend="triton", quantize="none", matmul=mm, dtype="float32", compress="none")
     if args.kernel_backend == "triton":       # the table kernels vs the same tables in plain PyTorch
         for comp in TABLES:
             for backend in [b for b in ("reference", "triton") if b in args.backends]:
                 st.run(f"{backend} with {comp} tables float32 on {ORACLE.name}", lambda: check(backend, "none", comp),
                        backend=backend, quantize="none", dtype="float32", compress=comp)
+    precision_checks(args, st)
+
+
+def precision_checks(args, st: Stage) -> None:
+    """The measured float32 errors vs the oracle (this stage's rows) against ``--prediction``'s ``prediction``
+    (docs/tf32-accuracy.json: per product precision, ``energy_rel_err_vs_float64`` and
+    ``forces_rel_err_vs_float64``, :func:`rel` of float32 output vs the oracle's float64): pass if
+    ``measured <= PREDICTION_FACTOR * predicted + PREDICTION_ABS`` for both. triton (CUDA): ``tf32`` (float32
+    weights, matmul auto), ``ieee`` and ``bf16`` (matmul ieee / bf16) where predicted; another kernel backend
+    (a CPU): ``ieee`` (it computes exact float32 products), tf32 and bf16 skipped with the reason. A record per
+    check (predicted, measured, rule, ``passed``); a failed check adds an error; no file: a skip."""
+    path = Path(args.prediction)
+    if st.left() < 0:
+        st.skip("tf32 check", f"stage deadline: {max(st.left(), 0):.0f} s left", check="tf32")
+        return
+    if not path.exists():
+        st.skip("tf32 check", f"no prediction: {path} does not exist (yet)", check="tf32")
+        return
+    try:
+        doc = json.loads(path.read_text())
+        pred = doc["prediction"]
+    except Exception as exc:  # an unreadable prediction is a failure of the check
+        st.add("errors", {"item": "tf32 check", "status": "error", "check": "tf32",
+                          "error": f"cannot read {path}: {type(exc).__name__}: {exc}"[:500]})
+        return
+    oracle = str(ORACLE.relative_to(ROOT))
+    if pred.get("oracle") and Path(pred["oracle"]).name != ORACLE.name:
+        st.add("errors", {"item": "tf32 check", "status": "error", "check": "tf32",
+                          "error": f"{path} predicts for {pred['oracle']}, not {oracle}"})
+        return
+    rows = {(r["backend"], r.get("matmul", "auto")): r for r in st.data["results"]
+            if "energy_rel_err_vs_oracle" in r and r["quantize"] == "none" and r.get("compress", "none") == "none"}
+    k = args.kernel_backend
+    if k == "triton":
+        measured = {"tf32": ("triton", "auto"), "ieee": ("triton", "ieee"), "bf16": ("triton", "bf16")}
+    else:
+        measured = {"ieee": (k, "auto")}
+    rule = f"measured <= {PREDICTION_FACTOR:g} x predicted + {PREDICTION_ABS:g} (energy and forces)"
+    for key in ("tf32", "ieee", "bf16"):
+        item = f"{key} check vs {path.name}"
+        if key not in measured:
+            if key == "tf32" or key in pred:
+                st.skip(item, f"backend {k} computes exact float32 products (tf32 / bf16 products: the triton "
+                              "backend on CUDA)", check=key)
+            continue
+        if key not in pred:
+            if key == "tf32":
+                st.skip(item, f"{path.name} predicts no tf32 errors", check=key)
+            continue
+        row = rows.get(measured[key])
+        if row is None:
+            st.skip(item, f"no measured row for {measured[key][0]} matmul {measured[key][1]} (failed or skipped)",
+                    check=key)
+            continue
+        p = pred[key]
+        out = {"check": key, "backend": measured[key][0], "matmul": measured[key][1], "rule": rule,
+               "prediction_file": str(path), "oracle": oracle}
+        passed = True
+        for q in ("energy", "forces"):
+            predicted, got = float(p[f"{q}_rel_err_vs_float64"]), float(row[f"{q}_rel_err_vs_oracle"])
+            limit = PREDICTION_FACTOR * predicted + PREDICTION_ABS
+            out.update({f"{q}_predicted": predicted, f"{q}_measured": got, f"{q}_limit": limit})
+            passed = passed and got <= limit
+        out["passed"] = passed
+        if key == "tf32" and "tf32_rz" in pred:  # diagnostic: within the rule on truncated (round-to-zero) tf32?
+            rz = pred["tf32_rz"]
+            out["within_tf32_rz_rule"] = all(
+                float(row[f"{q}_rel_err_vs_oracle"]) <= PREDICTION_FACTOR * float(rz[f"{q}_rel_err_vs_float64"])
+                + PREDICTION_ABS for q in ("energy", "forces"))
+        st.run(item, lambda: out)
+        if not passed:
+            log(f"{item}: FAIL")
+            st.add("errors", {"item": item, "status": "error", "check": key,
+                              "error": (f"FAIL: measured E {out['energy_measured']:.2e} F {out['forces_measured']:.2e}"
+                                        f" vs predicted E {out['energy_predicted']:.2e} F "
+                                        f"{out['forces_predicted']:.2e}: not {rule}")})
 
 
 def stage_timings(args, st: Stage) -> None:
@@ -397,6 +545,8 @@ def stage_timings(args, st: Stage) -> None:
                 tags = dict(backend=backend, quantize=variant, matmul=matmul, cuda_graph=graph, compress=comp,
                             replicas=R)
                 why = too_much(name, R)
+                if backend == "reference" and R not in args.reference_replicas:
+                    continue                     # the reference only where the ratios are wanted (8, 64)
                 if why:
                     st.skip(f"{name} R={R}", why, **tags)
                 else:
@@ -405,44 +555,168 @@ def stage_timings(args, st: Stage) -> None:
     st.data["ratios"] = compute_ratios(done)
 
 
+def openmm_plan(args, torch_ok: bool) -> List[Dict[str, Any]]:
+    """The OpenMM rows of the grid in the order they run, most important first: the kernel backend's tf32
+    TorchForce at the smallest R (the probe of a platform) and at the headline R, the reference's TorchForce at
+    the reference R (the speed ratio), the CUDA-graph TorchForce and the PythonForce at the headline R, the
+    MARTINI and parallel-tempering rows, then the rest of the grid (every variant x R x TorchForce with and
+    without CUDA graph) and the PythonForce at the smallest R. Without openmm-torch (``torch_ok`` False) every
+    TorchForce row is a PythonForce row (the fallback). Each row: ``variant``, ``backend``, ``force``,
+    ``replicas`` and the variant's ``quantize`` / ``matmul`` / ``compress``, or ``kind`` martini / tempering."""
+    Rs = args.openmm_replicas
+    head = HEADLINE_R if HEADLINE_R in Rs else max(Rs)
+    refs = [R for R in args.reference_replicas if R in Rs] or [head]
+    k, main = args.kernel_backend, TORCH if torch_ok else PYTHON
+
+    def row(variant, force, R, backend=None, kind="openmm"):
+        opts = OPENMM_VARIANTS.get(variant, OPENMM_VARIANTS["tf32"])
+        return dict(opts, variant=variant, backend=backend or k, force=force, replicas=R, kind=kind)
+
+    plan = [row("tf32", main, min(Rs)), row("tf32", main, head)]
+    if "reference" in args.backends and k != "reference":
+        plan += [row("exact", main, R, backend="reference") for R in sorted(refs, key=lambda R: R != head)]
+    plan += [row("tf32", GRAPH, head), row("tf32", PYTHON, head), dict(kind="martini"),
+             row("tf32", main, head, kind="tempering")]
+    plan += [row(v, f, R) for R in Rs for v in OPENMM_VARIANTS for f in (main, GRAPH)]
+    plan.append(row("tf32", PYTHON, min(Rs)))
+    seen, out = set(), []
+    for r in plan:
+        key = tuple(sorted(r.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+
+
 def stage_openmm(args, st: Stage) -> None:
-    """Stage 5: the OpenMM step loop with the PythonForce network on the first platform of CUDA, OpenCL, CPU that
-    runs."""
+    """Stage 5: the OpenMM rows of :func:`openmm_plan` (TorchForce, with and without CUDA graph, and PythonForce;
+    the parallel-tempering and MARTINI rows) on the first platform of CUDA, OpenCL, CPU that runs."""
     from flashschnet.openmm.benchmark import measure  # (imports torch, then openmm: the order they need)
+    from flashschnet.openmm.benchmark.report import label
 
     import openmm
 
+    torch_ok, why_not_torch = True, ""
+    try:
+        from flashschnet.openmm.force import _import_openmmtorch
+
+        mod = _import_openmmtorch()
+        log(f"openmmtorch {openmmtorch_version(mod)} from {getattr(mod, '__file__', '?')}")
+    except Exception as exc:  # the fallback: every TorchForce row as an openmm.PythonForce row, recorded
+        torch_ok, why_not_torch = False, f"{type(exc).__name__}: {exc}"[:300]
+        st.add("errors", {"item": "import openmmtorch", "status": "error", "error": why_not_torch,
+                          "traceback": traceback.format_exc()[-2000:]})
+        log(f"openmmtorch cannot load ({why_not_torch}): PythonForce fallback")
     loaded = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
-    R, steps = args.openmm_replicas, args.openmm_steps
-    tags = dict(backend=args.kernel_backend, quantize="none", replicas=R, steps=steps,
-                network_force="PythonForce fallback (openmm.PythonForce; no openmm-torch)")
+    steps, plan = args.openmm_steps, openmm_plan(args, torch_ok)
+    described = {TORCH: "TorchForce (openmm-torch)",
+                 GRAPH: "TorchForce (openmm-torch) with useCUDAGraphs",
+                 PYTHON: ("openmm.PythonForce" if torch_ok else
+                          f"PythonForce fallback (openmm.PythonForce; openmmtorch cannot load: {why_not_torch})")}
+    setups: List[float] = []   # seconds of a row outside its timed loop (model, scripting, Context, warm-up)
+
+    def tags_of(r: Dict[str, Any], platform: str) -> Dict[str, Any]:
+        if r["kind"] == "martini":
+            return dict(platform=platform, kind="martini", system="BPTI (4PTI) in MARTINI 3 water, 0.15 M NaCl",
+                        backend="MARTINI 3 (no network)", quantize="none", replicas=1,
+                        network_force="none (pair potentials)")
+        return dict(platform=platform, kind=r["kind"], variant=r["variant"], backend=r["backend"],
+                    quantize=r["quantize"], matmul=r["matmul"], compress=r["compress"], cuda_graph=False,
+                    replicas=r["replicas"], steps=steps, openmm_force=r["force"], network_force=described[r["force"]])
+
+    def name_of(r: Dict[str, Any], platform: str) -> str:
+        if r["kind"] == "martini":
+            return f"OpenMM {platform} MARTINI 3 BPTI x {max(steps * 10, 20)} steps of 20 fs"
+        what = "parallel tempering, an exchange every 10 steps, " if r["kind"] == "tempering" else ""
+        return (f"OpenMM {platform} {label(r['backend'], r['quantize'], r['matmul'], False, r['compress'])} "
+                f"[{r['force']}] {what}R={r['replicas']} x {steps} steps")
+
+    def key(rec: Dict[str, Any]):
+        return (rec.get("kind"), label(rec["backend"], rec.get("quantize", "none"), rec.get("matmul", "auto"),
+                                       False, rec.get("compress", "none")), rec.get("openmm_force"))
+
+    def predicted_s(r: Dict[str, Any]) -> float:
+        """Seconds row ``r`` is predicted to take: the median set-up so far plus its steps, linear in R from the
+        largest smaller R of the same configuration (else the set-up, doubled, alone)."""
+        setup = sorted(setups)[len(setups) // 2] if setups else 0.0
+        same = [o for o in st.data["results"] if o.get("kind") == r["kind"] and "ms_per_step" in o
+                and key(o) == key(dict(r, openmm_force=r.get("force"))) and o["replicas"] <= r["replicas"]]
+        if not same:
+            return 2.0 * setup
+        base = max(same, key=lambda o: o["replicas"])
+        per_step = base["ms_per_step"] / 1e3 * r["replicas"] / base["replicas"]
+        return setup + (steps + max(1, args.warmup) + 5) * per_step
+
+    def why_not(r: Dict[str, Any], platform: str) -> Optional[str]:
+        if st.left() < 1.0:
+            return f"stage deadline: {max(st.left(), 0):.0f} s left"
+        if r["kind"] == "martini":
+            return None
+        if r["force"] == GRAPH and not torch_ok:
+            return f"openmmtorch cannot load ({why_not_torch}): no TorchForce"
+        if r["force"] == GRAPH and platform != "CUDA":
+            return f"openmm-torch CUDA graphs need the CUDA platform (platform {platform})"
+        failed = [e["replicas"] for e in st.data["errors"] if "openmm_force" in e and e.get("kind") == r["kind"]
+                  and key(e) == key(dict(r, openmm_force=r["force"])) and e["replicas"] < r["replicas"]]
+        if failed:
+            return f"failed at R={min(failed)} (see errors)"
+        need = predicted_s(r)
+        if need > st.left():
+            return f"predicted {need:.0f} s > the {max(st.left(), 0):.0f} s left (set-up + steps, linear in R)"
+        return None
+
+    def one(r: Dict[str, Any], platform: str, pdb) -> Callable[[], Dict[str, Any]]:
+        if r["kind"] == "martini":
+            ff = next((Path(d) for d in ([args.martini_ff] if args.martini_ff else MARTINI_FF)
+                       if (Path(d) / "martini_v3.0.0.itp").exists()), None)
+            return lambda: martini_loop(platform, ff, max(steps * 10, 20))
+        cfg = config(args, pdb, kind=r["kind"], backend=r["backend"], quantize=r["quantize"], matmul=r["matmul"],
+                     compress=r["compress"], replicas=r["replicas"], steps=steps, platform=platform,
+                     network_force="python" if r["force"] == PYTHON else "torch",
+                     torch_cuda_graph=r["force"] == GRAPH)
+        if r["kind"] == "tempering":
+            return lambda: measure.tempering_loop(dict(cfg, exchange_interval=min(10, steps)))
+        return lambda: measure.openmm_loop(cfg)
+
+    def attempt(r: Dict[str, Any], platform: str, pdb) -> str:
+        """Run or skip row ``r``: "ok", "skipped" or "error"."""
+        tags = tags_of(r, platform)
+        why = why_not(r, platform)
+        if not why and r["kind"] == "martini" and not next(
+                (d for d in ([args.martini_ff] if args.martini_ff else MARTINI_FF)
+                 if (Path(d) / "martini_v3.0.0.itp").exists()), None):
+            why = "no MARTINI 3 .itp files (--martini-ff, .martini_ff/ or ../shared/martini/m3)"
+        if why:
+            st.skip(name_of(r, platform), why, **tags)
+            return "skipped"
+        rec = st.run(name_of(r, platform), one(r, platform, pdb), need_s=1.0, **tags)
+        if rec and "seconds" in rec:
+            setups.append(max(rec["wall_s"] - rec["seconds"], 0.0))
+        return "error" if rec is None else "ok"
+
     with structure(args) as pdb:
+        platform = None
         for name in (["CUDA", "OpenCL", "CPU"] if args.device == "cuda" else ["CPU"]):
             if name not in loaded:
-                st.skip(f"OpenMM {name}", "platform not loaded (see environment: plugin load failures)", **tags)
+                st.skip(f"OpenMM {name}", "platform not loaded (see environment: plugin load failures)",
+                        platform=name)
                 continue
-            cfg = config(args, pdb, kind="openmm", backend=args.kernel_backend, replicas=R, steps=steps,
-                         network_force="python", platform=name)
-            if st.run(f"OpenMM {name} {R} replicas x {steps} steps, PythonForce", lambda: measure.openmm_loop(cfg),
-                      **dict(tags, platform=name)):
-                # the same System as R walkers of a parallel-tempering run, an exchange every 10 steps (1-GPU PT row)
-                pt = dict(cfg, kind="tempering", exchange_interval=min(10, steps))
-                st.run(f"OpenMM {name} parallel tempering {R} walkers x {steps} steps, exchange every "
-                       f"{pt['exchange_interval']}, PythonForce", lambda: measure.tempering_loop(pt),
-                       **dict(tags, platform=name, kind="tempering"))
-                ff = next((Path(d) for d in ([args.martini_ff] if args.martini_ff else MARTINI_FF)
-                           if (Path(d) / "martini_v3.0.0.itp").exists()), None)
-                mtags = dict(platform=name, kind="martini", system="BPTI (4PTI) in MARTINI 3 water, 0.15 M NaCl",
-                             backend="MARTINI 3 (no network)", quantize="none", replicas=1,
-                             network_force="none (pair potentials)")
-                if ff is None:
-                    st.skip(f"OpenMM {name} MARTINI 3", "no MARTINI 3 .itp files (--martini-ff, .martini_ff/ or "
-                            "../shared/martini/m3)", **mtags)
-                else:
-                    msteps = max(steps * 10, 20)
-                    st.run(f"OpenMM {name} MARTINI 3 BPTI x {msteps} steps of 20 fs",
-                           lambda: martini_loop(name, ff, msteps), **mtags)
+            if attempt(plan[0], name, pdb) != "error":       # ran, or skipped (the deadline): this platform
+                platform = name
                 break
+            # the probe failed: does the platform run at all (a PythonForce)? If so, stay (the error is recorded)
+            probe = dict(plan[0], force=PYTHON)
+            if attempt(probe, name, pdb) != "error":
+                platform = name
+                if probe in plan:
+                    plan.remove(probe)
+                break
+        if platform is None:
+            st.add("errors", {"item": "OpenMM platform", "status": "error",
+                              "error": "no OpenMM platform of CUDA, OpenCL, CPU ran the probe row"})
+            return
+        for r in plan[1:]:
+            attempt(r, platform, pdb)
 
 
 def martini_loop(platform: str, ff_dir: Path, steps: int) -> Dict[str, Any]:
@@ -517,9 +791,16 @@ def summary(report: Dict[str, Any]) -> str:
         lines.append(f"compile {r['item']}: first {r['first_call_s']:.2f} s, second {r['second_call_s'] * 1e3:.1f} ms,"
                      f" ran as {r['network_backend']}, finite {r['finite']}")
     for r in report["stages"].get("correctness", {}).get("results", []):
+        if "check" in r:
+            lines.append(f"{r['check']} check ({r['backend']}, matmul {r['matmul']}): measured E "
+                         f"{r['energy_measured']:.2e} F {r['forces_measured']:.2e}, predicted E "
+                         f"{r['energy_predicted']:.2e} F {r['forces_predicted']:.2e}: "
+                         f"{'PASS' if r['passed'] else 'FAIL'} ({r['rule']})")
+            continue
         diffs = ", ".join(f"{k.replace('_rel_diff_vs_', ' vs ')} {v:.1e}" for k, v in r.items() if "_diff_vs_" in k)
         tables = "" if r.get("compress", "none") == "none" else f"+{r['compress']} tables"
-        lines.append(f"correctness {r['backend']}{tables}+{r['quantize']}: "
+        mm = "" if r.get("matmul", "auto") == "auto" else f"/mm={r['matmul']}"
+        lines.append(f"correctness {r['backend']}{tables}+{r['quantize']}{mm}: "
                      f"vs oracle E {r['energy_rel_err_vs_oracle']:.1e} "
                      f"F {r['forces_rel_err_vs_oracle']:.1e}; bitwise repeatable {r['bitwise_repeatable']}"
                      + (f"; {diffs}" if diffs else ""))
@@ -536,7 +817,35 @@ def summary(report: Dict[str, Any]) -> str:
         lines += ["", format_table(view)]
     except Exception as exc:  # the table is a convenience; device.json has the numbers
         lines.append(f"(no timings table: {type(exc).__name__}: {exc})")
+    try:  # the three targets, as tools/device_report.py renders them
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("device_report", ROOT / "tools" / "device_report.py")
+        tool = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(tool)
+        lines += ["", "== targets" + (" (a CPU run: the GPU's targets, only to exercise the logic)"
+                                      if report["settings"]["device"] != "cuda" else "")]
+        lines += [f"{t['status']:>12}: {t['name']}: {t['measured']} (target {t['threshold']}; "
+                  f"{t.get('missing') or t['detail']})" for t in tool.targets(report)]
+    except Exception as exc:
+        lines.append(f"(no targets: {type(exc).__name__}: {exc})")
     return "\n".join(lines)
+
+
+def commit() -> Optional[str]:
+    """The checkout's commit: ``$FLASHSCHNET_COMMIT`` (set by whoever copies the tree without .git), else
+    ``git rev-parse HEAD`` (+ ``-dirty`` with uncommitted changes to tracked files), else None."""
+    if os.environ.get("FLASHSCHNET_COMMIT"):
+        return os.environ["FLASHSCHNET_COMMIT"]
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD"], timeout=20).returncode
+        return head.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -559,11 +868,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     start = time.time()
     settings = {k: v for k, v in vars(args).items() if k not in ("stage", "deadline", "result")}
     settings.update(pdb=args.pdb or "flashschnet/data/4PTI_bpti.pdb (packaged)", oracle=str(ORACLE.relative_to(ROOT)),
-                    shares=SHARES, command="python tools/device_checks.py " + " ".join(argv))
+                    shares=SHARES, command="python tools/device_checks.py " + " ".join(argv),
+                    commit=commit(), started_utc=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(start)))
     report: Dict[str, Any] = {"settings": settings, "machine": {}, "stages": {}, "timings": [], "ratios": [],
                               "openmm": []}
     with tempfile.TemporaryDirectory(prefix="device-checks-") as tmp:
         for i, name in enumerate(STAGES):
+            if name not in args.stages:
+                continue
             deadline = start + args.budget * (1.0 - sum(SHARES[s] for s in STAGES[i + 1:]))
             stage = report["stages"][name] = run_stage(name, argv, deadline, Path(tmp) / f"{name}.json")
             if name == "environment":  # machine_info, versions, GPUs, OpenMM platforms and libraries in one dict
@@ -574,13 +886,17 @@ def main(argv: Optional[List[str]] = None) -> int:
                                             if "replicas" in r), key=lambda r: r["seq"])
                 report["ratios"] = stage.get("ratios", [])
             elif name == "openmm":
-                report["openmm"] = sorted((r for r in stage["results"] + stage["errors"] if "platform" in r),
-                                          key=lambda r: r["seq"])
+                report["openmm"] = sorted((r for r in stage["results"] + stage["skips"] + stage["errors"]
+                                           if "platform" in r and "backend" in r), key=lambda r: r["seq"])
             report["total_wall_s"] = round(time.time() - start, 1)
             write_json(report, out / "device.json")
+    failed = [name for name, stage in report["stages"].items() if stage["errors"]]
+    report["passed"] = not failed
+    write_json(report, out / "device.json")
     print(summary(report), flush=True)
-    log(f"wrote {out / 'device.json'} ({report['total_wall_s']:.0f} s)")
-    return 0
+    log(f"wrote {out / 'device.json'} ({report['total_wall_s']:.0f} s): "
+        + (f"FAILED: errors in {', '.join(failed)}" if failed else "passed (no errors)"))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -73,6 +73,10 @@ def triton_available() -> bool:
 def _kernels():
     from ..kernels import cfconv  # imported late: TRITON_INTERPRET must be set before triton is imported
 
+    if _interpret():
+        from ..kernels import interpreter
+
+        interpreter.install()     # Triton 3.6's interpreter under numpy >= 2.4 (that module says why)
     return cfconv
 
 

@@ -15,7 +15,10 @@ default), ``quantize`` (a variant of :data:`flashschnet.names.VARIANTS`),
   CUDA: ``max_memory_allocated`` minus the memory allocated before the first call.
 * :func:`openmm_loop` -- R packed replicas in one System (network only, no priors), LangevinMiddle 4 fs,
   300 K; ``max(1, warmup)`` steps, then ``steps`` timed ``Simulation.step`` steps on the CPU platform (CUDA
-  for a CUDA device; ``platform`` in the configuration names another, e.g. OpenCL).
+  for a CUDA device; ``platform`` in the configuration names another, e.g. OpenCL). ``torch_cuda_graph``
+  (optional, default False): the TorchForce with openmm-torch's CUDA-graph properties
+  (:data:`flashschnet.openmm.force.CUDA_GRAPH_PROPERTIES`; the warm-up then covers the capture). CUDA: peak
+  memory of torch's allocator (the TorchForce's) from before the model is loaded.
 * :func:`tempering_loop` -- the same System as R walkers of a parallel-tempering run (the ensemble driver in
   this process, one block), with an exchange every ``exchange_interval`` steps.
 
@@ -182,11 +185,19 @@ def openmm_loop(cfg: Dict[str, Any]) -> Dict[str, Any]:
 
     from flashschnet.openmm import build_system, cg_topology, replica_positions_nm
 
+    from flashschnet.openmm.force import CUDA_GRAPH_PROPERTIES
+
     device, R = cfg["device"], int(cfg["replicas"])
+    cuda = device.startswith("cuda")
     dtype = getattr(torch, cfg["dtype"])
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
     model = load(cfg, dtype, device)
     mol = flashschnet.map_pdb(cfg["pdb"])
-    system = build_system(mol, model, replicas=R, priors=None, network_force=cfg.get("network_force", "torch"))
+    graph = bool(cfg.get("torch_cuda_graph", False))
+    system = build_system(mol, model, replicas=R, priors=None, network_force=cfg.get("network_force", "torch"),
+                          torch_properties=CUDA_GRAPH_PROPERTIES if graph else None)
     integrator = openmm.LangevinMiddleIntegrator(300 * unit.kelvin, 1 / unit.picosecond, 4 * unit.femtosecond)
     integrator.setRandomNumberSeed(SEED)
     name = cfg.get("platform") or ("CUDA" if device.startswith("cuda") else "CPU")
@@ -200,6 +211,8 @@ def openmm_loop(cfg: Dict[str, Any]) -> Dict[str, Any]:
         return sim.context.getState(getPositions=True)
 
     warm = max(1, int(cfg["warmup"]))
+    if graph:  # the eager calls before openmm-torch captures the graph, then two replays, all untimed
+        warm = max(warm, int(CUDA_GRAPH_PROPERTIES["CUDAGraphWarmupSteps"]) + 2)
     sim.step(warm)
     finish()
     n = int(cfg["steps"])
@@ -208,8 +221,9 @@ def openmm_loop(cfg: Dict[str, Any]) -> Dict[str, Any]:
     state = finish()
     wall = time.perf_counter() - t0
     finite = bool(np.isfinite(state.getPositions(asNumpy=True).value_in_unit(unit.nanometer)).all())
+    energy = sim.context.getState(getEnergy=True).getPotentialEnergy().value_in_unit(unit.kilojoule_per_mole)
     per_replica = ns_per_day(wall / n)
-    return {
+    out = {
         "platform": name,
         "warmup_steps": warm,
         "seconds": wall,
@@ -217,7 +231,17 @@ def openmm_loop(cfg: Dict[str, Any]) -> Dict[str, Any]:
         "ns_per_day_per_replica": per_replica,
         "ns_per_day_aggregate": per_replica * R,
         "positions_finite": finite,
+        "final_potential_kJ_mol": energy,
+        "torch_cuda_graph": graph,
     }
+    if cuda:  # torch's allocator serves the TorchForce (libtorch in this process); the device total adds OpenMM's
+        free, total = torch.cuda.mem_get_info()
+        out.update(peak_allocated_mb=torch.cuda.max_memory_allocated() / 2**20,
+                   gpu_used_mb=(total - free) / 2**20,
+                   memory_method="torch.cuda.max_memory_allocated since before the model was loaded "
+                                 "(peak_allocated_mb); device memory in use after the loop, all processes "
+                                 "(gpu_used_mb)")
+    return out
 
 
 class _BenchBuilder:

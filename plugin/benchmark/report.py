@@ -119,14 +119,15 @@ def format_table(report: Dict[str, Any]) -> str:
         lines.append("")
         lines.append("OpenMM (packed replicas, network only, LangevinMiddle 4 fs; +PT: the same as parallel-tempering "
                      "walkers, an exchange every 10 steps; MARTINI 3: a protein in water, 20 fs, same platform):")
-        label = lambda o: record_label(o) + (" +PT" if o.get("kind") == "tempering" else "")  # noqa: E731
+        label = lambda o: (record_label(o) + (f" [{o['openmm_force']}]" if o.get("openmm_force") else "")  # noqa: E731
+                           + (" +PT" if o.get("kind") == "tempering" else ""))
         lw = max([14] + [len(label(o)) for o in report["openmm"]])
         lines.append(f"{'backend':>{lw}}  {'platform':>8}  {'R':>3}  {'steps':>5}  {'ms/step':>10}  "
                      f"{'ns/day/rep':>10}  {'ns/day aggr':>11}")
         for o in report["openmm"]:
             if o["status"] != "ok":
-                lines.append(f"{label(o):>{lw}}  {o.get('platform', '-'):>8}  {o['replicas']:>3}  {o['steps']:>5}  "
-                             f"{o['status']}: {o.get('error')}")
+                lines.append(f"{label(o):>{lw}}  {o.get('platform', '-'):>8}  {o.get('replicas', '-'):>3}  "
+                             f"{o.get('steps', '-'):>5}  {o['status']}: {o.get('error') or o.get('reason')}")
             else:
                 lines.append(f"{label(o):>{lw}}  {o['platform']:>8}  {o['replicas']:>3}  {o['steps']:>5}  "
                              f"{o['ms_per_step']:>10.1f}  {o['ns_per_day_per_replica']:>10.4g}  "

@@ -6,9 +6,8 @@ import json
 import os
 from typing import Dict, Iterable, List, Optional, Sequence
 
-import openmm
-
 from ...errors import InputError
+from ..platforms import loaded_platforms, missing_platform
 
 
 def open_run_dir(out: str, resume: bool, current: Dict[str, object], fixed: Sequence[str],
@@ -95,9 +94,8 @@ def check_run_settings(s, max_dt_fs: float, dt_hint: str = "") -> None:
     if s.checkpoint_interval < 1 or s.checkpoint_interval % s.report_interval:
         raise InputError(f"--checkpoint-interval {s.checkpoint_interval} must be a positive multiple of "
                          f"--report-interval {s.report_interval}")
-    names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
-    if s.platform not in names:
-        raise InputError(f"OpenMM platform {s.platform!r} is not available here; available: {', '.join(names)}")
+    if s.platform not in loaded_platforms():
+        raise InputError(missing_platform(s.platform))
 
 
 def run_dir(out: str) -> str:

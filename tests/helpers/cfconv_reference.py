@@ -49,9 +49,9 @@ def flash_rbf_ref(pos, src, dst, offsets, coeffs, rc_rbf: float, basis: str = "g
 
 def round_tf32(x: torch.Tensor) -> torch.Tensor:
     """float32 -> the nearest tf32 value (10 explicit mantissa bits), as float32."""
-    i = x.float().contiguous().view(torch.int32)
-    i = (i + 0x1000) & ~0x1FFF
-    return i.view(torch.float32)
+    x = x.float().contiguous()
+    i = (x.view(torch.int32) + 0x1000) & ~0x1FFF
+    return torch.where(torch.isfinite(x), i.view(torch.float32), x)     # inf and NaN stay what they are
 
 
 def matmul(a: torch.Tensor, w: torch.Tensor, dot: str = "ieee") -> torch.Tensor:

@@ -73,10 +73,18 @@ def test_core_requirements_leave_the_optional_packages_to_extras(wheel):
                 if ln.startswith("Requires-Dist:")]
     core = [r for r in requires if "extra ==" not in r]
     names = {re.match(r"[A-Za-z0-9_.-]+", r).group(0).lower() for r in core}
-    assert names == {"torch", "openmm", "openmmtorch", "numpy", "mdtraj", "tqdm", "pdbfixer"}, core
+    assert names == {"torch", "openmm", "acellera-openmmtorch-cpu", "numpy", "mdtraj", "tqdm", "pdbfixer"}, core
     assert not any("==" in r for r in core), core                 # ranges, not pins
     extras = set(re.findall(r'extra == "([\w-]+)"', "\n".join(requires)))
-    assert extras >= {"martini", "analysis", "openmmml", "cluster", "test", "all", "pinned"}
+    assert extras >= {"martini", "analysis", "openmmml", "cluster", "test", "all", "pinned", "cuda12", "cuda13"}
+    from packaging.requirements import Requirement
+
+    core_omt = next(Requirement(r) for r in core if r.startswith("acellera-openmmtorch-cpu"))
+    for major in ("12", "13"):   # the OpenMM CUDA platform and openmm-torch's CUDA plugin, one release with the core's
+        extra = [Requirement(r) for r in requires if f'extra == "cuda{major}"' in r]
+        assert any(r.name == "openmm" and r.extras == {f"cuda{major}"} for r in extra), extra
+        cuda_omt = next(r for r in extra if r.name == f"acellera-openmmtorch-cu{major}")
+        assert cuda_omt.specifier == core_omt.specifier, (core_omt, cuda_omt)
     for name in OPTIONAL:
         assert any(r.lower().startswith(name) and 'extra == "all"' in r for r in requires), name
 
@@ -103,7 +111,7 @@ def test_the_verified_pins_lie_within_the_ranges(wheel):
 
 def test_console_scripts(wheel):
     scripts = _metadata(wheel, "entry_points.txt")
-    for name in ("simulate", "benchmark", "martini", "compare", "convert", "train", "analyze"):
+    for name in ("simulate", "benchmark", "martini", "compare", "convert", "train", "analyze", "doctor"):
         assert f"flashschnet-{name} = flashschnet.scripts.{name}:main" in scripts
     assert "quantization" not in scripts          # a maintainer's tool: python tools/quantization_report.py
 

@@ -1,14 +1,19 @@
 """tools/device_checks.py (the GPU checks tools/device_benchmark.sh runs on a lent device machine), run here in its
 ``--smoke`` mode: the same five stages, each in its own process, at tiny sizes on the CPU (backends reference and
-torch, the OpenMM loop on the CPU platform with 2 replicas x 3 steps)."""
+torch; the OpenMM rows through the TorchForce on the CPU platform, the CUDA-graph rows skipped with the reason).
+Also: the precision check against a prediction (pass, fail, missing), the exit status, and the TorchForce
+properties the CUDA-graph rows use."""
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import json
 import math
 import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -16,9 +21,14 @@ from conftest import ROOT, SHARED
 
 SCRIPT = ROOT / "tools" / "device_checks.py"
 STAGES = ["environment", "compile", "correctness", "timings", "openmm"]
+#: a generous prediction (the float32 errors on the oracle are ~6e-6 / ~2e-5): the ieee check passes on a CPU
+PREDICTION = {"prediction": {"oracle": "tests/data/oracles/mlcg_schnet_A.pt",
+                             "tf32": {"energy_rel_err_vs_float64": 3e-4, "forces_rel_err_vs_float64": 1e-3},
+                             "ieee": {"energy_rel_err_vs_float64": 1e-5, "forces_rel_err_vs_float64": 3e-5},
+                             "rule": "measured <= 2 x predicted + 1e-6"}}
 
 
-def run_checks(*args: str, timeout: float) -> str:
+def run_checks(*args: str, timeout: float, rc: int = 0) -> str:
     """Run the script (cwd the repository root) with ``args``; its stdout. On a timeout its stage processes are
     killed with it (its own process group)."""
     proc = subprocess.Popen([sys.executable, str(SCRIPT), *args], cwd=ROOT, stdout=subprocess.PIPE,
@@ -29,39 +39,54 @@ def run_checks(*args: str, timeout: float) -> str:
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         pytest.fail(f"device_checks.py {' '.join(args)} took over {timeout} s:\n{out[-3000:]}")
-    assert proc.returncode == 0, out[-3000:]
+    assert proc.returncode == rc, out[-3000:]
     return out
+
+
+def script_module():
+    """tools/device_checks.py as a module (its top level imports no torch)."""
+    spec = importlib.util.spec_from_file_location("device_checks", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
-    """The smoke run's device.json and printed output."""
+    """The smoke run's device.json and printed output (the OpenMM rows at R = 2 only, to stay fast)."""
     out = tmp_path_factory.mktemp("device")
-    stdout = run_checks("--device", "cpu", "--smoke", "--out", str(out), timeout=170)
+    pred = out / "prediction.json"
+    pred.write_text(json.dumps(PREDICTION))
+    stdout = run_checks("--device", "cpu", "--smoke", "--openmm-replicas", "2", "--prediction", str(pred),
+                        "--out", str(out), timeout=240)
     return json.loads((out / "device.json").read_text()), stdout
 
 
 def test_every_stage_runs_without_errors(smoke):
     report, stdout = smoke
-    assert list(report["stages"]) == STAGES
+    assert list(report["stages"]) == STAGES and report["passed"] is True
     for name, stage in report["stages"].items():
         assert stage["errors"] == [], (name, stage["errors"])
         assert stage["results"], name
         assert stage["status"] in ("ok", "partial") and stage["wall_s"] > 0
     assert report["stages"]["environment"]["skips"][0]["item"] == "nvidia-smi"      # --device cpu
-    assert report["machine"]["device"] == "cpu" and report["total_wall_s"] < 150
-    for text in ("== device checks: stages", "plugin load failures", "speed-up vs ref", "OpenMM (packed replicas"):
+    assert report["machine"]["device"] == "cpu" and report["total_wall_s"] < 200
+    assert "openmmtorch" in report["machine"] and "cannot load" not in report["machine"]["openmmtorch"]
+    assert report["settings"]["commit"] is None or len(report["settings"]["commit"]) >= 40
+    for text in ("== device checks: stages", "plugin load failures", "speed-up vs ref", "OpenMM (packed replicas",
+                 "passed (no errors)"):
         assert text in stdout
 
 
 def test_compile_and_correctness_numbers(smoke):
-    report, _ = smoke
+    report, stdout = smoke
     compiled = report["stages"]["compile"]["results"]
     assert [(r["quantize"], r["dtype"]) for r in compiled] == [("none", "float32"), ("bf16", "float32"),
                                                                ("fp16", "float32"), ("none", "float64")]
     assert all(r["backend"] == "torch" and r["finite"] and r["first_call_s"] > 0 and r["second_call_s"] > 0
                for r in compiled)
-    rows = {(r["backend"], r["quantize"]): r for r in report["stages"]["correctness"]["results"]}
+    results = report["stages"]["correctness"]["results"]
+    rows = {(r["backend"], r["quantize"]): r for r in results if "check" not in r}
     assert set(rows) == {(b, q) for b in ("reference", "torch") for q in ("none", "bf16", "fp16")}
     for (backend, variant), r in rows.items():
         tol = 1e-4 if variant == "none" else 5e-2                  # float32 / 16-bit weights, vs the float64 oracle
@@ -69,6 +94,14 @@ def test_compile_and_correctness_numbers(smoke):
         if backend == "torch":                                      # deterministic reductions; same maths as reference
             assert r["bitwise_repeatable"]
             assert r["forces_rel_diff_vs_reference"] < 1e-5 and r["energy_rel_diff_vs_reference"] < 1e-5
+    # the precision check on a CPU: ieee (the torch backend's exact float32 products) vs the prediction; tf32 skipped
+    (check,) = [r for r in results if "check" in r]
+    assert check["check"] == "ieee" and check["backend"] == "torch" and check["passed"] is True
+    assert check["energy_measured"] == rows["torch", "none"]["energy_rel_err_vs_oracle"]
+    assert check["energy_limit"] == pytest.approx(2 * 1e-5 + 1e-6)
+    skips = report["stages"]["correctness"]["skips"]
+    assert [s["check"] for s in skips] == ["tf32"] and "exact float32" in skips[0]["reason"]
+    assert "ieee check (torch, matmul auto)" in stdout and "PASS" in stdout
 
 
 def test_timings_and_openmm_numbers(smoke):
@@ -83,34 +116,155 @@ def test_timings_and_openmm_numbers(smoke):
     assert {(q["label"], q["replicas"]) for q in report["ratios"]} == {(n, R) for n in ("torch", "torch+bf16")
                                                                       for R in (1, 2)}
     assert all(q["speedup_vs_reference"] > 0 for q in report["ratios"])
-    run, pt, *martini = report["openmm"]
-    assert run["platform"] == "CPU" and run["replicas"] == 2 and run["steps"] == 3
-    assert run["network_force"].startswith("PythonForce fallback") and run["positions_finite"]
-    assert run["ns_per_day_aggregate"] == pytest.approx(2 * run["ns_per_day_per_replica"]) and run["ms_per_step"] > 0
-    # the 1-GPU parallel-tempering row: the same System as 2 walkers, an exchange every 3 steps
-    assert pt["kind"] == "tempering" and pt["platform"] == "CPU" and pt["walkers"] == 2 and pt["steps"] == 3
-    assert pt["exchanges"] == 1 and pt["exchange_interval"] == 3 and pt["ns_per_day_aggregate"] > 0
-    assert pt["ns_per_day_aggregate"] == pytest.approx(2 * pt["ns_per_day_per_replica"])
-    assert " +PT" in stdout
+
+    omm = report["openmm"]
+    ok = [o for o in omm if o["status"] == "ok" and o["kind"] == "openmm"]
+    # every variant of the kernel backend through the TorchForce, the reference's TorchForce, the PythonForce
+    assert {(o["variant"], o["backend"], o["openmm_force"]) for o in ok} == (
+        {(v, "torch", "TorchForce") for v in ("tf32", "bf16 products", "bf16 weights", "float32 tables")}
+        | {("exact", "reference", "TorchForce"), ("tf32", "torch", "PythonForce")})
+    for o in ok:
+        assert o["platform"] == "CPU" and o["replicas"] == 2 and o["steps"] == 3 and o["positions_finite"]
+        assert o["ns_per_day_aggregate"] == pytest.approx(2 * o["ns_per_day_per_replica"]) and o["ms_per_step"] > 0
+        assert math.isfinite(o["final_potential_kJ_mol"]) and o["torch_cuda_graph"] is False
+        assert o["network_force"].startswith("TorchForce" if o["openmm_force"] == "TorchForce" else "openmm.Python")
+    # the CUDA-graph rows: skipped on the CPU platform, with the reason
+    graphs = [o for o in omm if o.get("openmm_force") == "TorchForce+CUDA graph"]
+    assert len(graphs) == 4 and all(o["status"] == "skipped" and "CUDA platform" in o["reason"] for o in graphs)
+    # the 1-GPU parallel-tempering row: the same System (TorchForce) as 2 walkers, an exchange every 3 steps
+    (pt,) = [o for o in omm if o["kind"] == "tempering"]
+    assert pt["status"] == "ok" and pt["platform"] == "CPU" and pt["walkers"] == 2 and pt["steps"] == 3
+    assert pt["openmm_force"] == "TorchForce" and pt["exchanges"] == 1 and pt["exchange_interval"] == 3
+    assert pt["ns_per_day_aggregate"] == pytest.approx(2 * pt["ns_per_day_per_replica"]) and pt["ms_per_step"] > 0
+    assert " +PT" in stdout and "[TorchForce+CUDA graph]" in stdout
     # the MARTINI 3 row on the same platform (BPTI, the committed system; needs the force-field files)
-    skips = report["stages"]["openmm"]["skips"]
+    martini = [o for o in report["stages"]["openmm"]["results"] + report["stages"]["openmm"]["skips"]
+               if o.get("kind") == "martini"]
     if (SHARED / "martini" / "m3" / "martini_v3.0.0.itp").exists() or (ROOT / ".martini_ff").is_dir():
         (m,) = martini
-        assert m["kind"] == "martini" and m["platform"] == "CPU" and m["replicas"] == 1
+        assert m["status"] == "ok" and m["platform"] == "CPU" and m["replicas"] == 1
         assert m["particles"] > 1000 and m["dt_fs"] == 20.0 and m["ns_per_day_aggregate"] > 0
         assert math.isfinite(m["potential_kJ_mol"]) and m["potential_kJ_mol"] < 0
-        assert not any("MARTINI" in s["item"] for s in skips)
     else:
-        assert not martini and any("MARTINI" in s["item"] for s in skips)
+        (m,) = martini
+        assert m["status"] == "skipped" and "MARTINI 3" in m["reason"]
+
+
+def test_the_smoke_run_renders_as_a_cpu_rehearsal(smoke):
+    """tools/device_report.py on the smoke run: labelled a CPU smoke rehearsal, no GPU run claimed; the targets
+    evaluated from the run's rows (R = 2 here)."""
+    spec = importlib.util.spec_from_file_location("device_report", ROOT / "tools" / "device_report.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    report, _ = smoke
+    text = tool.render(report)
+    assert text.startswith("**No GPU run has happened yet.**") and "CPU smoke rehearsal" in text
+    assert [t["status"] in ("PASS", "FAIL", "NOT MEASURED") for t in tool.targets(report)] == [True] * 3
+    assert tool.targets(report)[0]["status"] != "NOT MEASURED"             # the torch TorchForce row at R = 2
+    assert "| ieee | torch, auto |" in text and "passed (no errors)" in text
+
+
+def test_openmm_plan_order_and_grid():
+    """The device plan: the headline rows first (tf32 TorchForce at R=1 and 64, the reference's at 64 and 8, the
+    CUDA-graph and PythonForce rows at 64, MARTINI, parallel tempering), then every variant x R x force once."""
+    mod = script_module()
+    args = mod.parse_args(["--device", "cuda", "--out", "/tmp/unused"])
+    plan = mod.openmm_plan(args, torch_ok=True)
+    head = [(r.get("variant"), r.get("backend"), r.get("force"), r.get("replicas"), r["kind"]) for r in plan[:8]]
+    assert head == [("tf32", "triton", "TorchForce", 1, "openmm"), ("tf32", "triton", "TorchForce", 64, "openmm"),
+                    ("exact", "reference", "TorchForce", 64, "openmm"),
+                    ("exact", "reference", "TorchForce", 8, "openmm"),
+                    ("tf32", "triton", "TorchForce+CUDA graph", 64, "openmm"),
+                    ("tf32", "triton", "PythonForce", 64, "openmm"), (None, None, None, None, "martini"),
+                    ("tf32", "triton", "TorchForce", 64, "tempering")]
+    grid = {(r["variant"], r["force"], r["replicas"]) for r in plan
+            if r["kind"] == "openmm" and r["backend"] == "triton"}
+    assert grid == ({(v, f, R) for v in mod.OPENMM_VARIANTS for f in ("TorchForce", "TorchForce+CUDA graph")
+                     for R in (1, 8, 64, 128)} | {("tf32", "PythonForce", R) for R in (1, 64)})
+    assert len(plan) == len({json.dumps(r, sort_keys=True) for r in plan})              # no row twice
+    assert sum(mod.SHARES.values()) == pytest.approx(1.0)
+    # without openmm-torch: the same rows as PythonForce (the fallback), the CUDA-graph rows kept (to be skipped)
+    fallback = mod.openmm_plan(args, torch_ok=False)
+    assert fallback[0]["force"] == "PythonForce" and not any(r.get("force") == "TorchForce" for r in fallback)
+
+
+def _stage_with_rows(mod, tmp_path, rows):
+    st = mod.Stage(str(tmp_path / "stage.json"), time.time() + 60)
+    for r in rows:
+        st.add("results", dict(r, status="ok", dtype="float32"))
+    return st
+
+
+def test_precision_check_pass_fail_and_missing(tmp_path):
+    """triton (CUDA): tf32 = the triton row with matmul auto; pass if measured <= 2 x predicted + 1e-6, else an error
+    recorded beside the check's row; no prediction file: a skip with the reason."""
+    mod = script_module()
+    rows = [dict(backend="triton", quantize="none", compress="none", matmul=mm, energy_rel_err_vs_oracle=e,
+                 forces_rel_err_vs_oracle=f) for mm, e, f in (("auto", 5e-4, 1e-3), ("ieee", 6e-6, 2e-5))]
+    pred = tmp_path / "tf32-accuracy.json"
+    pred.write_text(json.dumps(PREDICTION))
+    args = argparse.Namespace(prediction=str(pred), kernel_backend="triton")
+    st = _stage_with_rows(mod, tmp_path, rows)
+    mod.precision_checks(args, st)
+    checks = {r["check"]: r for r in st.data["results"] if "check" in r}
+    assert set(checks) == {"tf32", "ieee"}
+    assert checks["tf32"]["passed"] is True and checks["tf32"]["energy_limit"] == pytest.approx(6e-4 + 1e-6)
+    assert checks["ieee"]["passed"] is True and st.data["errors"] == []
+    # a measured tf32 error over the limit: FAIL, and an error (the script's exit status is then 1)
+    st = _stage_with_rows(mod, tmp_path, [dict(rows[0], forces_rel_err_vs_oracle=3e-3), rows[1]])
+    mod.precision_checks(args, st)
+    checks = {r["check"]: r for r in st.data["results"] if "check" in r}
+    assert checks["tf32"]["passed"] is False and checks["ieee"]["passed"] is True
+    (err,) = st.data["errors"]
+    assert err["check"] == "tf32" and err["error"].startswith("FAIL")
+    # no prediction file: a skip, no error
+    st = _stage_with_rows(mod, tmp_path, rows)
+    mod.precision_checks(argparse.Namespace(prediction=str(tmp_path / "absent.json"), kernel_backend="triton"), st)
+    assert not st.data["errors"] and [s["check"] for s in st.data["skips"]] == ["tf32"]
+    assert "does not exist" in st.data["skips"][0]["reason"]
+
+
+def test_errors_make_the_exit_status_nonzero(tmp_path):
+    """A stage with an error (here: the structure does not exist) -> exit status 1 and ``passed`` false."""
+    out = run_checks("--smoke", "--stages", "compile", "--pdb", str(tmp_path / "absent.pdb"), "--out", str(tmp_path),
+                     timeout=120, rc=1)
+    report = json.loads((tmp_path / "device.json").read_text())
+    assert list(report["stages"]) == ["compile"] and report["passed"] is False
+    assert report["stages"]["compile"]["status"] == "error" and "FAILED: errors in compile" in out
 
 
 def test_past_deadlines_are_recorded_as_skips(tmp_path):
-    """With no budget left every stage still runs, starts no item and records each as a skip (no errors)."""
-    run_checks("--smoke", "--budget", "0.5", "--out", str(tmp_path), timeout=120)
+    """With no budget left every stage still runs, starts no item and records each as a skip (no errors, exit 0)."""
+    run_checks("--smoke", "--budget", "0.5", "--openmm-replicas", "2", "--out", str(tmp_path), timeout=120)
     report = json.loads((tmp_path / "device.json").read_text())
-    assert list(report["stages"]) == STAGES
+    assert list(report["stages"]) == STAGES and report["passed"] is True
     for name, stage in report["stages"].items():
         assert stage["status"] == "partial" and not stage["results"] and not stage["errors"], name
         assert stage["skips"] and all("stage deadline" in s["reason"] for s in stage["skips"]
                                       if s["item"] != "nvidia-smi"), name
     assert len(report["timings"]) == 6 and all(r["status"] == "skipped" for r in report["timings"])
+    assert report["openmm"] and all(o["status"] == "skipped" for o in report["openmm"])
+
+
+def test_torch_force_properties():
+    """build_system(torch_properties=CUDA_GRAPH_PROPERTIES) sets openmm-torch's CUDA-graph properties on the
+    TorchForce (the device's TorchForce+CUDA graph rows); the default sets none; a PythonForce refuses them."""
+    import torch
+
+    import flashschnet
+    from flashschnet.errors import InputError
+    from flashschnet.openmm import build_system
+    from flashschnet.openmm.benchmark.defaults import default_model
+    from flashschnet.openmm.force import CUDA_GRAPH_PROPERTIES
+
+    openmmtorch = pytest.importorskip("openmmtorch")
+    mol = flashschnet.map_pdb(str(ROOT / "tests" / "data" / "structures" / "1L2Y_trpcage.pdb"))
+    model = default_model(backend="reference", dtype=torch.float32, device="cpu")
+    graph = build_system(mol, model, replicas=1, priors=None, torch_properties=CUDA_GRAPH_PROPERTIES)
+    plain = build_system(mol, model, replicas=1, priors=None)
+    props = dict(openmmtorch.TorchForce.cast(graph.getForce(0)).getProperties())
+    assert props["useCUDAGraphs"] == "true" and props["CUDAGraphWarmupSteps"] == "3"
+    assert dict(openmmtorch.TorchForce.cast(plain.getForce(0)).getProperties()).get("useCUDAGraphs",
+                                                                                   "false") == "false"
+    with pytest.raises(InputError, match="TorchForce only"):
+        build_system(mol, model, replicas=1, priors=None, network_force="python", torch_properties={"a": "b"})

@@ -1,0 +1,55 @@
+"""Which OpenMM platforms load here, and, for one that does not, why and what to install, in one line.
+
+OpenMM loads every plugin library of its plugin folder at ``import openmm`` and records each failure
+(``openmm.Platform.getPluginLoadFailures()``). A platform is absent either because its package is not installed
+(no plugin library: the CUDA platform comes with ``pip install 'flashschnet[cuda13]'``, which brings OpenMM's
+``OpenMM-CUDA-13`` and openmm-torch's CUDA plugin) or because its library failed to load (usually the NVIDIA
+driver or an OpenCL loader missing on this machine). :mod:`flashschnet.openmm.doctor` explains every failure;
+this module gives the one line a command prints when ``--platform`` names a platform that is not here.
+"""
+from __future__ import annotations
+
+import re
+from typing import List
+
+from ..backends import cuda_extra
+
+_LIBRARY = {"CUDA": "libOpenMMCUDA", "OpenCL": "libOpenMMOpenCL", "HIP": "libOpenMMHIP"}
+
+
+def loaded_platforms() -> List[str]:
+    """The names of the OpenMM platforms that loaded, in OpenMM's order."""
+    import openmm
+
+    return [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
+
+
+def load_failure(name: str) -> str:
+    """OpenMM's own message for the main plugin library of platform ``name`` ("" if none failed)."""
+    import openmm
+
+    lib = _LIBRARY.get(name)
+    if lib is None:
+        return ""
+    pattern = re.compile(rf"/{lib}\.(so|dylib|dll)\b")
+    return next((f for f in openmm.Platform.getPluginLoadFailures() if pattern.search(f)), "")
+
+
+def missing_platform(name: str) -> str:
+    """One line: platform ``name`` is not available here, why, and what to do."""
+    available = ", ".join(loaded_platforms())
+    head = f"OpenMM platform {name!r} is not available here (available: {available})"
+    failure = load_failure(name)
+    if name == "CUDA":
+        if re.search(r"libcuda\.so", failure):
+            return (f"{head}: its plugin is installed but this machine has no NVIDIA driver (libcuda.so.1 not "
+                    f"found); run on a GPU machine, or use --platform CPU")
+        if failure:
+            reason = failure.split(": ", 1)[-1] if ": " in failure else failure
+            return (f"{head}: its plugin failed to load ({reason.strip()}); flashschnet-doctor explains it, and "
+                    f"pip install 'flashschnet[{cuda_extra()}]' installs what it needs")
+        return f"{head}: the CUDA platform is not installed; pip install 'flashschnet[{cuda_extra()}]'"
+    if name == "OpenCL" and failure:
+        reason = failure.split(": ", 1)[-1] if ": " in failure else failure
+        return f"{head}: its plugin failed to load ({reason.strip()}); an OpenCL driver (ICD loader) is missing"
+    return head

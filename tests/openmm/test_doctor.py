@@ -1,0 +1,216 @@
+"""flashschnet.openmm.doctor: every kind of plugin load failure explained in one line naming what to run (fed
+the loader's real messages), the platform report on this machine, and ``python -m flashschnet.doctor`` end to end
+(exit 0, the CPU platform, the TorchForce and PythonForce on CPU and Reference)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import openmm
+import pytest
+
+from flashschnet.openmm import doctor
+from flashschnet.openmm.doctor import Env, explain_error, explain_failure, platform_report
+
+PLUGINS = "/venv/lib/python3.11/site-packages/OpenMM.libs/lib/plugins"
+ENV = Env(torch_version="2.11.0+cu130", torch_cuda="13.0", openmm_version="8.6.1",
+          openmmtorch=[("acellera-openmmtorch-cpu", "1.10")], platform_packages=[("OpenMM-CUDA-13", "8.6.1")],
+          driver=False, requirements={"openmm": "openmm<8.6,>=8.5", "torch": "torch<2.13,>=2.10"})
+CPU_TORCH = Env(torch_version="2.11.0+cpu", torch_cuda=None, openmm_version="8.6.1",
+                openmmtorch=[("acellera-openmmtorch-cu13", "1.10")], driver=True)
+
+#: what the dynamic loader says, as OpenMM records it (the first three verbatim from openmm 8.6.1 + openmm-cuda-13
+#: on a machine without a GPU driver and without an OpenCL runtime)
+DRIVER = (f"Error loading library {PLUGINS}/libOpenMMCUDA.so: libcuda.so.1: cannot open shared object file: "
+          "No such file or directory")
+OPENCL = (f"Error loading library {PLUGINS}/libOpenMMOpenCL.so: libOpenCL.so.1: cannot open shared object file: "
+          "No such file or directory")
+DEPENDS = (f"Error loading library {PLUGINS}/libOpenMMAmoebaCUDA.so: libOpenMMCUDA.so: cannot open shared object "
+           "file: No such file or directory")
+NVRTC = (f"Error loading library {PLUGINS}/libOpenMMCUDA.so: libnvrtc.so.13: cannot open shared object file: "
+         "No such file or directory")
+CUFFT12 = (f"Error loading library {PLUGINS}/libOpenMMCUDA.so: libcufft.so.11: cannot open shared object file: "
+           "No such file or directory")
+TORCH_SYMBOL = (f"Error loading library {PLUGINS}/libOpenMMTorchReference.so: {PLUGINS}/libOpenMMTorchReference.so: "
+                "undefined symbol: _ZN3c1013MessageLoggerC1EPKciib")
+OPENMM_SYMBOL_IN_TORCH = (f"Error loading library {PLUGINS}/libOpenMMTorchCUDA.so: {PLUGINS}/libOpenMMTorchCUDA.so: "
+                          "undefined symbol: _ZN6OpenMM11CudaContext12getWorkGroupEv")
+OPENMM_SYMBOL = (f"Error loading library {PLUGINS}/libOpenMMCUDA.so: {PLUGINS}/libOpenMMCUDA.so: undefined symbol: "
+                 "_ZN6OpenMM14ContextImpl16getPlatformDataEv")
+GLIBCXX = (f"Error loading library {PLUGINS}/libOpenMMTorchCUDA.so: /lib/x86_64-linux-gnu/libstdc++.so.6: version "
+           f"`GLIBCXX_3.4.32' not found (required by {PLUGINS}/libOpenMMTorchCUDA.so)")
+GLIBC = (f"Error loading library {PLUGINS}/libOpenMMCPU.so: /lib64/libc.so.6: version `GLIBC_2.28' not found "
+         f"(required by {PLUGINS}/libOpenMMCPU.so)")
+TORCH_FIRST = (f"Error loading library {PLUGINS}/libOpenMMTorchReference.so: libtorch_cpu.so: cannot open shared "
+               "object file: No such file or directory")
+CORE_MOVED = (f"Error loading library {PLUGINS}/libOpenMMTorchReference.so: libOpenMMTorch.so: cannot open shared "
+              "object file: No such file or directory")
+TORCH_CUDA = (f"Error loading library {PLUGINS}/libOpenMMTorchCUDA.so: libc10_cuda.so: cannot open shared object "
+              "file: No such file or directory")
+
+#: message -> (env, kind, text the line must hold)
+CASES = {
+    "driver": (DRIVER, ENV, "driver", "no NVIDIA driver"),
+    "opencl": (OPENCL, ENV, "opencl-runtime", "apt-get install ocl-icd-libopencl1"),
+    "depends": (DEPENDS, ENV, "depends", "libOpenMMCUDA.so"),
+    "nvrtc": (NVRTC, ENV, "missing-library", "pip install 'flashschnet[cuda13]'"),
+    "cufft-cuda12": (CUFFT12, ENV, "missing-library", "pip install 'flashschnet[cuda12]'"),
+    "torch-abi": (TORCH_SYMBOL, ENV, "abi", "pip install --force-reinstall --no-deps acellera-openmmtorch-cpu==1.10"),
+    "openmm-abi-in-torch-plugin": (OPENMM_SYMBOL_IN_TORCH, ENV, "abi", "pip install 'openmm<8.6,>=8.5'"),
+    "openmm-abi": (OPENMM_SYMBOL, ENV, "abi", "pip install --force-reinstall 'openmm==8.6.1' 'OpenMM-CUDA-13==8.6.1'"),
+    "glibcxx": (GLIBCXX, ENV, "libstdcxx", "conda install -c conda-forge 'libstdcxx-ng>=13'"),
+    "glibc": (GLIBC, ENV, "glibc", "GLIBC_2.28"),
+    "torch-first": (TORCH_FIRST, ENV, "torch-import-order", "import torch first"),
+    "core-library": (CORE_MOVED, ENV, "missing-library",
+                     "pip install --force-reinstall --no-deps acellera-openmmtorch-cpu==1.10"),
+    "torch-cuda": (TORCH_CUDA, CPU_TORCH, "torch-cuda", "pip uninstall -y acellera-openmmtorch-cu13"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_kind_of_failure_is_explained_in_one_line(case):
+    message, env, kind, text = CASES[case]
+    out = explain_failure(message, env)
+    assert out["kind"] == kind, out
+    assert text in out["line"], out["line"]
+    assert "\n" not in out["line"] and len(out["line"]) < 400
+    assert out["library"].startswith(PLUGINS) and "Error loading" not in out["line"]
+
+
+def test_the_explanations_name_the_platform_and_the_plugin():
+    assert "OpenMM's CUDA platform (libOpenMMCUDA.so)" in explain_failure(DRIVER, ENV)["line"]
+    assert "nothing to install here" in explain_failure(DRIVER, ENV)["line"]
+    torch_plugin = explain_failure(TORCH_SYMBOL, ENV)
+    assert torch_plugin["torch_plugin"] and torch_plugin["platform"] == "Reference"
+    assert "another torch than torch 2.11.0+cu130" in torch_plugin["line"]
+    assert "another OpenMM than openmm 8.6.1" in explain_failure(OPENMM_SYMBOL_IN_TORCH, ENV)["line"]
+    # the CUDA major comes from the library's soname when it says it, else from torch's CUDA
+    assert "[cuda12]" in explain_failure(NVRTC.replace(".so.13", ".so.12"), ENV)["line"]
+    assert "torch here is built with CUDA 13.0" in explain_failure(NVRTC.replace(".so.13", ".so.12"), ENV)["line"]
+    assert "[cuda12]" in explain_failure(NVRTC.replace(".so.13", ".so"), Env(torch_cuda="12.8"))["line"]
+
+
+def test_unrecognised_failures_still_get_one_line():
+    out = explain_failure("Error loading library /x/libOpenMMFoo.so: something unexpected happened", ENV)
+    assert out["kind"] == "unknown" and "something unexpected happened" in out["line"] and "pip install" in out["line"]
+    out = explain_failure("not a loader message at all", Env())
+    assert out["kind"] == "unknown" and "\n" not in out["line"]
+
+
+def test_force_errors_get_a_hint():
+    assert "[cuda12]" in explain_error("Error initializing CUDA: CUDA_ERROR_INSUFFICIENT_DRIVER (35)", ENV)
+    assert "nvidia-smi" in explain_error("Error initializing CUDA: CUDA_ERROR_NO_DEVICE (100) at ...", ENV)
+    assert "plugin failures" in explain_error("OpenMMException: Specified a Platform for a Context which does not "
+                                              "support all required kernels", ENV)
+    assert explain_error("ValueError: something else", ENV) == ""
+
+
+def test_platform_report_on_this_machine():
+    rep = platform_report(Env.current())
+    names = [p["name"] for p in rep["loaded"]]
+    assert "Reference" in names and "CPU" in names
+    assert len(rep["failures"]) == len(openmm.Platform.getPluginLoadFailures())
+    assert all("\n" not in f["line"] for f in rep["failures"])
+    assert all(p["torch_kernels"] for p in rep["loaded"] if p["name"] in ("Reference", "CPU"))
+    if "CUDA" not in names and not any(f["platform"] == "CUDA" for f in rep["failures"]):
+        assert any(n.startswith("CUDA:") and "pip install 'flashschnet[cuda" in n for n in rep["notes"]), rep["notes"]
+
+
+def test_a_torch_plugin_loaded_again_after_torch_is_resolved(monkeypatch):
+    monkeypatch.setattr(openmm.Platform, "getPluginLoadFailures", staticmethod(lambda: [TORCH_FIRST, DRIVER]))
+    rep = platform_report(Env(torch_cuda="12.6", openmmtorch=[("acellera-openmmtorch-cu12", "1.10")],
+                              openmm_version="8.6.1"))
+    first, driver = rep["failures"]
+    assert first["kind"] == "torch-import-order" and first.get("resolved")
+    assert "loaded again after import torch" in first["line"]
+    assert driver["kind"] == "driver" and not driver.get("resolved")
+    # the CUDA platform failed to load: no "not installed" note for it
+    assert not any(n.startswith("CUDA:") for n in rep["notes"])
+
+
+def test_missing_gpu_platform_names_the_extra_for_torchs_cuda(monkeypatch):
+    monkeypatch.setattr(openmm.Platform, "getPluginLoadFailures", staticmethod(lambda: []))
+    rep = platform_report(Env(torch_cuda="12.8", openmmtorch=[("acellera-openmmtorch-cpu", "1.10")]))
+    (cuda,) = [n for n in rep["notes"] if n.startswith("CUDA:")]
+    assert "pip install 'flashschnet[cuda12]'" in cuda and "no NVIDIA driver" in cuda
+    rep = platform_report(Env(torch_cuda=None, openmmtorch=[]))
+    assert any("openmm-torch is not installed" in n for n in rep["notes"])
+
+
+def _probe_returns(monkeypatch, results, problem):
+    monkeypatch.setattr(doctor, "run_probe", lambda module, function, args, timeout: (results, problem))
+
+
+def _ok(kind, energy, forces=((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (-1.0, -1.0, 0.0))):
+    return {"kind": kind, "status": "ok", "energy_kj": energy, "forces": [list(f) for f in forces], "device": "cpu"}
+
+
+def test_a_torchforce_that_crashes_its_process_keeps_the_pythonforce_result(monkeypatch):
+    _probe_returns(monkeypatch, [_ok("model", 1.0), _ok("python", 1.0)], "crashed (SIGSEGV) after 2 s")
+    out = doctor.check_forces("CPU", 60, ENV)
+    assert out["python"]["status"] == "ok" and out["python"]["line"].startswith("ok (E = 1 kJ/mol)")
+    assert out["torch"]["status"] == "error" and out["torch"]["line"] == "FAILS: crashed (SIGSEGV) after 2 s"
+    assert "agree" not in out
+
+
+def test_torchforce_and_pythonforce_must_agree(monkeypatch):
+    _probe_returns(monkeypatch, [_ok("model", 1.0), _ok("python", 1.0), _ok("torch", 1.0 + 1e-6)], None)
+    out = doctor.check_forces("CPU", 60, ENV)
+    assert out["torch"]["status"] == "ok" and out["agree"] and out["energy_difference_kj"] < 1e-5
+    _probe_returns(monkeypatch, [_ok("model", 1.0), _ok("python", 1.0), _ok("torch", 1.01)], None)
+    out = doctor.check_forces("CPU", 60, ENV)
+    assert out["torch"]["status"] == "wrong" and "PythonForce" in out["torch"]["line"]
+    _probe_returns(monkeypatch, [_ok("model", 1.0), _ok("python", 1.0), _ok("torch", float("nan"))], None)
+    assert doctor.check_forces("CPU", 60, ENV)["torch"]["status"] == "wrong"
+    skewed = _ok("torch", 1.0, forces=((1.0, 0.0, 0.0), (0.0, 1.5, 0.0), (-1.0, -1.5, 0.0)))
+    _probe_returns(monkeypatch, [_ok("model", 1.0), _ok("python", 1.0), skewed], None)
+    assert doctor.check_forces("CPU", 60, ENV)["torch"]["status"] == "wrong"
+
+
+def test_force_errors_are_explained(monkeypatch):
+    err = {"kind": "torch", "status": "error", "error": "OpenMMException: Specified a Platform for a Context which "
+                                                        "does not support all required kernels"}
+    _probe_returns(monkeypatch, [_ok("model", 1.0), _ok("python", 1.0), err], None)
+    line = doctor.check_forces("CPU", 60, ENV)["torch"]["line"]
+    assert line.startswith("FAILS: OpenMMException") and "-> openmm-torch has no kernels" in line
+
+
+def test_xml_round_trip_crash_is_explained(monkeypatch):
+    _probe_returns(monkeypatch, [{"step": "serialized", "chars": 100}], "crashed (SIGSEGV) after 3 s")
+    line = doctor.check_xml_round_trip(60, ENV)["line"]
+    assert line.startswith("FAILS deserializing (crashed (SIGSEGV)") and "does not match openmm 8.6.1" in line
+    assert "pip install 'openmm<8.6,>=8.5'" in line
+    _probe_returns(monkeypatch, [], "timed out after 60 s (a slow machine: raise --timeout)")
+    assert doctor.check_xml_round_trip(60, ENV)["line"] == ("FAILS serializing: timed out after 60 s (a slow "
+                                                             "machine: raise --timeout)")
+    _probe_returns(monkeypatch, [{"step": "serialized"}, {"step": "done", "status": "ok"}], None)
+    assert doctor.check_xml_round_trip(60, ENV)["status"] == "ok"
+
+
+def test_doctor_end_to_end(tmp_path):
+    """``python -m flashschnet.doctor`` on this machine: exit 0, the CPU platform, the TorchForce evaluating on
+    CPU and Reference, equal to the PythonForce, and the same in the JSON."""
+    out = tmp_path / "doctor.json"
+    res = subprocess.run([sys.executable, "-m", "flashschnet.doctor", "--json", str(out)], capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    text = res.stdout
+    for want in ("versions", "torch", "openmm", "openmmtorch", "OpenMM platforms", "CPU            loads",
+                 "Reference      loads", "CPU            TorchForce  ok", "CPU            PythonForce ok",
+                 "Reference      TorchForce  ok", "torch (cpu)        ok", "triton (cpu)       GPU only",
+                 "verdict: the CPU path works"):
+        assert want in text, f"{want!r} not in the output:\n{text}"
+    report = json.loads(out.read_text())
+    forces = {f["platform"]: f for f in report["openmm"]["forces"]}
+    assert forces["CPU"]["torch"]["status"] == "ok" and forces["CPU"]["python"]["status"] == "ok"
+    assert forces["CPU"]["agree"] and forces["CPU"]["energy_difference_kj"] <= 1e-4
+    assert abs(forces["CPU"]["torch"]["energy_kj"] - forces["Reference"]["torch"]["energy_kj"]) < 1e-4
+    assert report["verdict"]["exit_status"] == 0
+    # one printed line per plugin load failure
+    failures = report["openmm"]["platforms"]["failures"]
+    lines = text.splitlines()
+    if failures:
+        start = next(i for i, ln in enumerate(lines) if ln.startswith("plugin load failures"))
+        shown = [ln for ln in lines[start + 1:start + 1 + len(failures)] if ln.startswith("  ")]
+        assert [ln.strip() for ln in shown] == [f"{f['kind']}: {f['line']}" for f in failures]

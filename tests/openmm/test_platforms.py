@@ -1,0 +1,67 @@
+"""A platform or backend this machine lacks is one line naming why and the extra to install
+(``flashschnet.openmm.platforms``, ``flashschnet.backends.gpu_hint``)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import openmm
+from conftest import EXAMPLES
+from flashschnet.backends import cuda_extra, resolve_backend
+from flashschnet.errors import InputError
+from flashschnet.openmm import platforms
+from flashschnet.scripts.simulate import main
+
+CUDA_PLUGIN = "/venv/lib/python3.11/site-packages/OpenMM.libs/lib/plugins/libOpenMMCUDA.so"
+
+
+def _failures(monkeypatch, *lines):
+    monkeypatch.setattr(openmm.Platform, "getPluginLoadFailures", staticmethod(lambda: tuple(lines)))
+    monkeypatch.setattr(platforms, "loaded_platforms", lambda: ["Reference", "CPU"])
+
+
+def test_the_extra_follows_torchs_cuda_version(monkeypatch):
+    for version, extra in (("12.8", "cuda12"), ("13.0", "cuda13"), (None, "cuda13"), ("11.8", "cuda13")):
+        monkeypatch.setattr(torch.version, "cuda", version)
+        assert cuda_extra() == extra
+
+
+def test_cuda_not_installed_names_the_extra(monkeypatch):
+    _failures(monkeypatch)
+    msg = platforms.missing_platform("CUDA")
+    assert msg == ("OpenMM platform 'CUDA' is not available here (available: Reference, CPU): the CUDA platform is "
+                   f"not installed; pip install 'flashschnet[{cuda_extra()}]'")
+
+
+def test_cuda_without_a_driver_says_so_and_installs_nothing(monkeypatch):
+    _failures(monkeypatch, f"Error loading library {CUDA_PLUGIN}: libcuda.so.1: cannot open shared object file: "
+                           "No such file or directory")
+    msg = platforms.missing_platform("CUDA")
+    assert "installed but this machine has no NVIDIA driver" in msg and "pip install" not in msg, msg
+
+
+def test_cuda_plugin_failing_otherwise_quotes_openmm_and_names_the_doctor(monkeypatch):
+    _failures(monkeypatch, f"Error loading library {CUDA_PLUGIN}: libnvrtc.so.13: cannot open shared object file: "
+                           "No such file or directory",
+              "Error loading library /x/libOpenMMOpenCL.so: libOpenCL.so.1: cannot open shared object file")
+    msg = platforms.missing_platform("CUDA")
+    assert "(libnvrtc.so.13: cannot open shared object file" in msg and "flashschnet-doctor" in msg, msg
+    assert "an OpenCL driver (ICD loader) is missing" in platforms.missing_platform("OpenCL")
+
+
+@pytest.mark.skipif("CUDA" in platforms.loaded_platforms(), reason="the CUDA platform loads on this machine")
+def test_simulate_on_a_missing_cuda_platform_names_the_extra(tmp_path, capsys):
+    rc = main([str(EXAMPLES / "1L2Y_trpcage.pdb"), "--model", str(EXAMPLES / "trpcage_placeholder.pt"),
+               "--steps", "10", "--out", str(tmp_path / "o"), "--platform", "CUDA", "--backend", "triton", "--quiet"])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("flashschnet-simulate: error: OpenMM platform 'CUDA' is not available here"), err
+    assert "flashschnet[cuda1" in err[-1] or "no NVIDIA driver" in err[-1], err
+    assert not (tmp_path / "o").exists()       # refused before anything is written
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible")
+def test_triton_backend_without_a_gpu_names_the_extra(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(InputError, match=r"needs a CUDA device .*pip install 'flashschnet\[cuda1[23]\]'"):
+        resolve_backend("triton", "cpu")
