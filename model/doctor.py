@@ -164,26 +164,34 @@ def versions() -> Dict[str, Any]:
 
 def openmmtorch_note(dists: Sequence[Tuple[str, str]], torch_cuda: Optional[str],
                      driver: bool = True) -> Optional[str]:
-    """One line when the openmm-torch installation needs attention (several builds at once, or a build for
-    another CUDA than torch's; ``driver``: whether this machine has an NVIDIA driver), else None."""
+    """One line when the openmm-torch installation needs attention (builds that clash, or a build for another
+    CUDA than torch's; ``driver``: whether this machine has an NVIDIA driver), else None.
+
+    The CPU build beside one CUDA build of the same release is what ``pip install 'flashschnet[cuda13]'`` (or
+    ``cuda12``) makes: the core needs the CPU build, the extra adds the CUDA build, whose files are a superset of
+    the same release's (the libraries both ship export the same symbols), so that pair is one CUDA build."""
+    versions = dict(dists)
     names = [n for n, _ in dists]
+    cuda_builds = [n for n in names if not n.endswith("-cpu")]
+    if len(cuda_builds) == 1 and len(names) == 2 and len(set(versions.values())) == 1:
+        names = cuda_builds                          # the [cudaXX] extra's layout
     major = cuda_major(torch_cuda)
     want = OPENMMTORCH_BUILDS.get(major)
     if len(names) > 1:
         keep = want if want in names else names[0]
         drop = " ".join(n for n in names if n != keep)
-        return (f"{len(names)} openmm-torch builds are installed ({', '.join(names)}): they overwrite each other's "
+        listed = ", ".join(f"{n} {versions[n]}" for n in names)
+        return (f"{len(names)} openmm-torch builds that clash are installed ({listed}): they overwrite each other's "
                 f"files; keep one: pip uninstall -y {drop} && pip install --force-reinstall --no-deps "
-                f"{keep}=={dict(dists)[keep]}")
+                f"{keep}=={versions[keep]}")
     if len(names) != 1 or not names[0].startswith("acellera-openmmtorch") or want is None or names[0] == want:
         return None
     have = names[0]
     if have.endswith("-cpu"):      # without a GPU that is right (the OpenMM section names the GPU install)
         return (f"{have} has no CUDA kernels (TorchForce runs on Reference/CPU only; torch here is built with "
-                f"CUDA {torch_cuda}): for the CUDA platform: pip uninstall -y {have} && "
-                f"{cuda_install_command(torch_cuda)}") if driver else None
+                f"CUDA {torch_cuda}): for the CUDA platform: {cuda_install_command(torch_cuda)}") if driver else None
     return (f"{have} is built for another CUDA than torch (torch.version.cuda = {torch_cuda}): "
-            f"pip uninstall -y {have} && pip install {want}=={dict(dists)[have]}")
+            f"pip uninstall -y {have} && {cuda_install_command(torch_cuda)}")
 
 
 # -- the tiny model ----------------------------------------------------------------------------------------

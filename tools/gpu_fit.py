@@ -1,23 +1,37 @@
-"""Offline GPU-fit check of the triton backend's kernels: compile, on a machine without a GPU, every kernel
+r"""Offline GPU-fit check of the triton backend's kernels: compile, on a machine without a GPU, every kernel
 variant a float32 step can launch (and a compressed model's float64 step: its table kernels), for NVIDIA
 targets, and report whether each fits.
 
-    python tools/gpu_fit.py --arch 90 [--arch 80] [--json OUT.json] [--all-bases] [--check]
+    python tools/gpu_fit.py --arch 90 [--arch 80] [--json OUT.json] [--merge-into FILE.json] [--all-bases] [--check]
 
 For each kernel and variant the launchers' own launch tuples are compiled
 (:func:`flashschnet.fused.triton_ops.step_launches`: the arguments' dtypes, the constexprs and
 ``KERNEL_CONFIGS``' num_warps/num_stages, not a copy) with ``triton.compile`` for ``GPUTarget("cuda", arch,
 32)``, and the PTX is assembled by the ``ptxas`` inside the triton wheel (``ptxas -v``, the flags Triton itself
-uses). Printed and written (JSON: a list of objects with keys ``kernel, variant, arch, regs, spill_bytes,
-shared_bytes, compile_s, tensor_cores`` and a few more; ``same_binary_as`` names an earlier variant that
-compiled to the very same kernel, whose compile time Triton's cache then answers): registers per thread, spill
-bytes (stores + loads),
-static shared memory per block, compile seconds, and whether the PTX has tensor-core instructions (``mma`` /
-``wgmma``). ``--check`` exits 1 when a row breaks the limits of :func:`problems` (the CI test's criteria).
+uses). Printed and written (``--json``: a list of objects with keys ``kernel, variant, arch, regs, spill_bytes,
+shared_bytes, compile_s, tensor_cores, triton`` and a few more; ``same_binary_as`` names an earlier variant
+that compiled to the very same kernel, whose compile time Triton's cache then answers): registers per thread,
+spill bytes (stores + loads), static shared memory per block, compile seconds, and whether the PTX has
+tensor-core instructions (``mma`` / ``wgmma``). ``--check`` exits 1 when a row breaks the limits of
+:func:`problems` (the CI test's criteria).
+
+``docs/gpu-fit.json`` holds one section per Triton version (:func:`load`; ``{"triton_versions": [...],
+"runs": {version: {"triton", "torch", "archs", "all_bases", "rows"}}}``): the device image's Triton (3.6.0,
+with torch 2.11: the project's venv) and the one before it (3.5.1). ``--merge-into FILE`` replaces only the
+running Triton's section of FILE and keeps the others. Regenerate both sections (each ~5-10 min on 2 cores):
+
+    $(bash tools/venv.sh)/bin/python tools/gpu_fit.py --arch 90 --arch 80 --all-bases \
+        --merge-into docs/gpu-fit.json --check                                  # triton 3.6.0
+    python3.11 -m venv /tmp/venv-triton351 && /tmp/venv-triton351/bin/pip install torch==2.13.0 triton==3.5.1 \
+        'numpy<2.4' && /tmp/venv-triton351/bin/pip install --no-deps -e .      # CPU torch + triton 3.5.1
+    /tmp/venv-triton351/bin/python tools/gpu_fit.py --arch 90 --arch 80 --all-bases \
+        --merge-into docs/gpu-fit.json --check                                  # triton 3.5.1
+
+(only triton and torch's dtypes are used: a CPU torch wheel beside any triton wheel compiles the same).
 
 The recipe follows ``../shared/tools/triton_aot_fit.py``. Limits of an H200 (sm_90): 232,448 B shared memory
-per block, 255 registers per thread. Compiled with the triton of this environment (3.5.1 here; the device
-image has 3.6, whose layouts may need somewhat more shared memory -- hence the 200 KB limit).
+per block, 255 registers per thread. The check's shared-memory limit is 200 KB, a margin below the H200's
+(Triton 3.5.1 and 3.6.0 give these kernels the same shared memory; a later Triton's layouts may need more).
 """
 from __future__ import annotations
 
@@ -43,6 +57,8 @@ FILTER_KERNELS = ("_cfconv_fwd_kernel", "_cfconv_bwd_kernel")
 #: the tabulated-filter kernels (filter compression): no matrix products, so no tensor-core criterion; variants
 #: are the table order and storage dtype, not the basis (compiled once even with --all-bases)
 TABLE_KERNELS = ("_cfconv_table_fwd_kernel", "_cfconv_table_bwd_kernel")
+#: the default model's basis and envelopes: ``--all-bases`` variants carry this tag for the default step's launches
+DEFAULT_TAG = "gaussian,rbf_env=1,filt_env=1"
 
 
 def _signature(kernel, args, meta):
@@ -98,7 +114,7 @@ def fit(launch, variant: str, arch: int) -> dict:
     info = _ptxas(ptx, arch)
     total = lambda pat: sum(int(x) for x in re.findall(pat, info))   # noqa: E731
     return {
-        "kernel": name, "variant": variant, "arch": arch,
+        "kernel": name, "variant": variant, "arch": arch, "triton": triton.__version__,
         "regs": total(r"Used (\d+) registers"),
         "spill_bytes": total(r"(\d+) bytes spill stores") + total(r"(\d+) bytes spill loads"),
         "shared_bytes": int(ck.metadata.shared),
@@ -142,8 +158,47 @@ def launches(all_bases: bool):
                 tag = f"{basis},rbf_env={int(rbf_env)},filt_env={int(filt_env)}"
                 out += [(f"{v} {tag}".strip(), l) for v, l in step_launches(basis=basis, rbf_env=rbf_env,
                                                                              filt_env=filt_env)
-                        if l[0] in FILTER_KERNELS or (basis, rbf_env, filt_env) == ("gaussian", True, True)]
+                        if l[0] in FILTER_KERNELS or tag == DEFAULT_TAG]
     return out
+
+
+def default_variant(variant: str) -> str:
+    """The name a ``--all-bases`` row's variant has in a default run (its :data:`DEFAULT_TAG` dropped); other
+    bases' and envelopes' variants keep their tag."""
+    return variant[:-len(DEFAULT_TAG)].strip() if variant.endswith(DEFAULT_TAG) else variant
+
+
+def load(path) -> dict:
+    """The runs a fit file records, ``{triton version: {"triton", "torch", "archs", "all_bases", "rows"}}``
+    (``docs/gpu-fit.json``). A plain list of rows (``--json``) is one run, keyed by its rows' ``triton``
+    (``"unknown"`` for rows written before they carried it)."""
+    with open(path) as f:
+        data = json.load(f)
+    if isinstance(data, list):
+        versions = {r.get("triton", "unknown") for r in data} or {"unknown"}
+        return {v: {"triton": v, "rows": [r for r in data if r.get("triton", "unknown") == v]} for v in versions}
+    return dict(data["runs"])
+
+
+def _version_key(v: str):
+    return tuple(int(x) if x.isdigit() else -1 for x in re.split(r"[.+-]", v))
+
+
+def merge_into(path, run: dict) -> dict:
+    """Write ``run`` (one Triton version's rows) into the fit file at ``path``, replacing that version's section
+    and keeping the others (a missing file starts empty); returns the file's content."""
+    runs = load(path) if os.path.exists(path) else {}
+    runs.pop("unknown", None)              # rows without a version cannot be told apart: regenerate them
+    runs[run["triton"]] = run
+    versions = sorted(runs, key=_version_key)
+    data = {"about": "tools/gpu_fit.py rows, one run per Triton version (regenerate one with its triton: "
+                     "python tools/gpu_fit.py --arch 90 --arch 80 --all-bases --merge-into docs/gpu-fit.json "
+                     "--check)",
+            "triton_versions": versions, "runs": {v: runs[v] for v in versions}}
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1)
+        f.write("\n")
+    return data
 
 
 def table(rows) -> str:
@@ -171,7 +226,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="gpu_fit.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--arch", type=int, action="append", choices=[80, 86, 89, 90],
                    help="compute capability, repeatable (default 90: H100/H200)")
-    p.add_argument("--json", help="write the rows here")
+    p.add_argument("--json", help="write the rows here (a list)")
+    p.add_argument("--merge-into", metavar="FILE",
+                   help="replace this Triton version's run in FILE (docs/gpu-fit.json: one run per version)")
     p.add_argument("--all-bases", action="store_true", help="also every basis / envelope combination")
     p.add_argument("--check", action="store_true", help="exit 1 if a row does not fit (problems())")
     a = p.parse_args(argv)
@@ -194,6 +251,9 @@ def main(argv=None) -> int:
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
+    if a.merge_into:
+        merge_into(a.merge_into, {"triton": triton.__version__, "torch": torch.__version__,
+                                  "archs": a.arch or [90], "all_bases": a.all_bases, "rows": rows})
     return 1 if a.check and any(problems(r) for r in rows) else 0
 
 
