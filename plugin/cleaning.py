@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Dict, List
 
 from ..cg.mapping import format_counts, format_list
-from ..cg.pdb import parse_pdb, read_pdb_file
+from ..cg.pdb import check_coordinates, parse_pdb, read_pdb_file
 from ..cg.tables import RESIDUE_ALIASES, STANDARD_RESIDUES
 from ..errors import InputError
 
@@ -162,6 +162,9 @@ def clean_pdb(pdb: str, keep_hydrogens: bool = False) -> CleanedStructure:
     src = str(pdb)
     text = read_pdb_file(Path(src))              # missing / empty / binary files: our one-line errors
     parsed = parse_pdb(text, src)                    # malformed records: the line number and what to do
+    for res in parsed.residues:                      # NaN / inf / beyond a PDB field: one line, before OpenMM
+        for atom in res.atoms:
+            check_coordinates(atom, res, src)
     import warnings
 
     import openmm.app as app

@@ -10,6 +10,7 @@ import openmm.unit as unit
 
 from flashschnet.cg import tables
 from flashschnet.cg.mapping import map_residues
+from flashschnet.cg.pdb import MAX_COORDINATE
 from flashschnet.cg.molecule import CGMolecule
 from flashschnet.errors import InputError
 
@@ -121,6 +122,14 @@ def cg_molecule_from_topology(topology: app.Topology, positions=None, replicas: 
         pos = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
         if pos.shape[0] != len(atoms):
             raise InputError(f"{source}: {pos.shape[0]} positions for {len(atoms)} atoms")
+        bad = np.flatnonzero(~np.isfinite(pos).all(axis=1) | (np.abs(pos) > MAX_COORDINATE).any(axis=1))
+        if bad.size:
+            a = atoms[int(bad[0])]
+            what = "non-finite" if not np.isfinite(pos[bad[0]]).all() else f"beyond {MAX_COORDINATE / 10:.4f} nm"
+            more = f" ({bad.size} such positions in all)" if bad.size > 1 else ""
+            raise InputError(f"{source}: the position of atom {a.name} (index {a.index}) of residue {a.residue.name} "
+                             f"{a.residue.id} is {what}: {tuple(float(v) for v in pos[bad[0]] / 10.0)} nm{more}; "
+                             "give finite positions in nm")
     records, prev_chain = [], None
     for res in topology.residues():
         ratoms = list(res.atoms())

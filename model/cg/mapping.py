@@ -23,7 +23,8 @@ import numpy as np
 from ..errors import InputError
 from . import tables
 from .molecule import CGMolecule, CGResidue
-from .pdb import MAX_COORDINATE, Atom, ParsedPDB, RawResidue, decode_pdb, parse_pdb, read_pdb_file, select_atoms
+from .pdb import (Atom, ParsedPDB, RawResidue, check_coordinates, decode_pdb, parse_pdb, read_pdb_file,
+                  select_atoms)
 
 __all__ = ["map_pdb", "map_pdb_text", "map_residues", "available_mappings", "one_letter_code"]
 
@@ -240,13 +241,7 @@ def _build(parsed: ParsedPDB, src: str, mapping: str, geometry: bool = True) -> 
         atoms, n_alt = select_atoms(res, src)
         n_alt_atoms += n_alt
         for a in atoms.values():
-            if not all(math.isfinite(v) for v in a.xyz):
-                raise InputError(f"{src}: line {a.lineno}: atom {a.name} of residue {res.label} has a "
-                                 f"non-finite coordinate {a.xyz}; fix or regenerate the structure")
-            if any(abs(v) > MAX_COORDINATE for v in a.xyz):
-                raise InputError(f"{src}: line {a.lineno}: atom {a.name} of residue {res.label} has a coordinate "
-                                 f"beyond what a PDB record holds ({a.xyz}, |x| > {MAX_COORDINATE:g} A); fix or "
-                                 "regenerate the structure")
+            check_coordinates(a, res, src)
         if res.resname in tables.NOTED_ALIASES:
             noted_alias.setdefault(res.resname, []).append(res.label)
         protein.append((res, code, atoms))

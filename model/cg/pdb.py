@@ -11,6 +11,8 @@ with a one-line message naming the file and the line or residue at fault and wha
 """
 from __future__ import annotations
 
+import math
+
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,8 +21,8 @@ from typing import Dict, List, Optional, Tuple
 from ..errors import InputError
 from . import tables
 
-__all__ = ["Atom", "RawResidue", "ParsedPDB", "MAX_COORDINATE", "read_pdb_file", "decode_pdb", "parse_pdb",
-           "select_atoms"]
+__all__ = ["Atom", "RawResidue", "ParsedPDB", "MAX_COORDINATE", "check_coordinates", "read_pdb_file", "decode_pdb",
+           "parse_pdb", "select_atoms"]
 
 
 @dataclass
@@ -94,6 +96,18 @@ def _parse_float(line: str, a: int, b: int, what: str, lineno: int, src: str) ->
     except ValueError:
         raise InputError(f"{src}: line {lineno}: cannot read the {what} coordinate {field_text!r} "
                          f"(columns {a + 1}-{b}); fix the fixed-column ATOM/HETATM record") from None
+
+
+def check_coordinates(atom: Atom, res: "RawResidue", src: str) -> None:
+    """One-line :class:`InputError` (line, atom, residue) when ``atom`` has a non-finite coordinate or one beyond
+    what a PDB record holds (|x| > :data:`MAX_COORDINATE`), before anything downstream sees it."""
+    if not all(math.isfinite(v) for v in atom.xyz):
+        raise InputError(f"{src}: line {atom.lineno}: atom {atom.name} of residue {res.label} has a "
+                         f"non-finite coordinate {atom.xyz}; fix or regenerate the structure")
+    if any(abs(v) > MAX_COORDINATE for v in atom.xyz):
+        raise InputError(f"{src}: line {atom.lineno}: atom {atom.name} of residue {res.label} has a coordinate "
+                         f"beyond what a PDB record holds ({atom.xyz}, |x| > {MAX_COORDINATE:g} A); fix or "
+                         "regenerate the structure")
 
 
 def _is_hydrogen(name: str, element: str) -> bool:

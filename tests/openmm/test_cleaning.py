@@ -308,3 +308,18 @@ def test_cyx_names_pair_nearest_first_and_a_lone_cyx_is_named(tmp_path):
     assert "CYS 5 " not in note and "CYS 55 " not in note
     # all six renamed: the three bonded pairs are found by distance, nothing to say
     assert _disulfide_notes(clean_pdb(str(_edit_bpti(tmp_path, ssbond=False, cyx=(5, 14, 30, 38, 51, 55))))) == []
+
+
+@pytest.mark.parametrize("value, what", [("     nan", "non-finite"), ("     inf", "non-finite"),
+                                         ("-inf    ", "non-finite"), ("1.0e+30 ", "beyond what a PDB record holds")])
+def test_non_finite_or_absurd_coordinates_are_one_line_naming_line_atom_and_residue(tmp_path, value, what):
+    """Before OpenMM's reader and writer see them (they raised from inside the cleaning step): NaN, inf and
+    coordinates beyond a PDB field, in any atom of the first model."""
+    lines = _lines()
+    i = next(k for k, l in enumerate(lines) if l.startswith("ATOM") and l[12:16].strip() == "CA")
+    lines[i] = lines[i][:38] + value + lines[i][46:]
+    p = _write(tmp_path, lines)
+    with pytest.raises(InputError) as err:
+        clean_pdb(str(p))
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"{p}: line {i + 1}: atom CA of residue ") and what in msg, msg

@@ -79,3 +79,24 @@ def test_write_cg_pdb_insertion_codes(tmp_path):
     assert " GLY A   1A " in text
     t = md.load(str(out))
     assert t.n_residues == 2 and t.n_atoms == 9
+
+
+def test_cg_molecule_from_topology_refuses_non_finite_positions():
+    """The OpenMM-ML path (createSystem(..., positions=)) reads positions here: NaN or absurd ones are one line
+    naming the atom, before any System is built."""
+    import pytest
+
+    from flashschnet.errors import InputError
+    from flashschnet.openmm import cg_molecule_from_topology
+    from flashschnet.openmm.topology import cg_topology
+
+    mol = map_pdb(STRUCTURES / "1L2Y_trpcage.pdb")
+    top = cg_topology(mol, 2)
+    for bad, what in ((np.nan, "non-finite"), (np.inf, "non-finite"), (5e3, "beyond 999.9999 nm")):
+        pos = np.tile(mol.positions, (2, 1)) * 0.1
+        pos[mol.n_beads + 3, 1] = bad                  # replica 1: every replica's positions are checked
+        with pytest.raises(InputError) as err:
+            cg_molecule_from_topology(top, positions=pos, replicas=2, source="top.pdb")
+        msg = str(err.value)
+        assert "\n" not in msg and msg.startswith("top.pdb: the position of atom ") and what in msg, msg
+        assert f"(index {mol.n_beads + 3})" in msg, msg

@@ -231,3 +231,18 @@ def test_compression_is_recorded_and_resumes_only_with_it(tmp_path, capsys):
     assert main([PDB, "--model", MODEL, "--steps", "20", "--out", str(old), "--report-interval", "10", "--quiet",
                  "--resume"]) == 0
     assert "filter tables: none" in capsys.readouterr().err
+
+
+def test_a_nan_coordinate_is_one_line_exit_2_and_nothing_written(tmp_path, capsys):
+    """A NaN in the PDB used to raise from OpenMM's PDB writer inside the cleaning step (a traceback)."""
+    lines = (EXAMPLES / "1L2Y_trpcage.pdb").read_text().splitlines()
+    i = next(k for k, l in enumerate(lines) if l.startswith("ATOM"))
+    lines[i] = lines[i][:30] + "     nan" + lines[i][38:]
+    pdb = tmp_path / "nan.pdb"
+    pdb.write_text("\n".join(lines) + "\n")
+    rc = main([str(pdb), "--model", MODEL, "--steps", "10", "--out", str(tmp_path / "o"), "--quiet"])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"flashschnet-simulate: error: {pdb}: line {i + 1}: atom {lines[i][12:16].strip()} of residue "
+                   + err[0].split(" of residue ", 1)[1]], err
+    assert "non-finite coordinate" in err[0] and not (tmp_path / "o").exists()

@@ -164,6 +164,20 @@ def test_bad_arguments(tmp_path, capsys, args, message):
     assert len(err) == 1 and message in err[0]
 
 
+def test_a_nan_coordinate_is_one_line_exit_2_and_nothing_written(tmp_path, capsys):
+    """The same cleaning step as flashschnet-simulate's: a NaN is refused before martinize2 or any output."""
+    lines = Path(PDB).read_text().splitlines()
+    i = next(k for k, l in enumerate(lines) if l.startswith("ATOM"))
+    lines[i] = lines[i][:30] + "     nan" + lines[i][38:]
+    pdb = tmp_path / "nan.pdb"
+    pdb.write_text("\n".join(lines) + "\n")
+    rc = main([str(pdb), "--forcefield-dir", _m3(), "--steps", "10", "--out", str(tmp_path / "o"), "--quiet"])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"flashschnet-martini: error: {pdb}: line {i + 1}: atom "), err
+    assert "non-finite coordinate" in err[0] and not (tmp_path / "o").exists()
+
+
 def test_go_model_run_through_the_cli(tmp_path, capsys):
     """--go: martinize2 -go's files in OUT/system, one residue per Go site in the trajectory topology (they follow
     the beads), run.json records it, and a resume must keep it."""
