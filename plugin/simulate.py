@@ -310,6 +310,12 @@ def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda 
     system = build_system(mol, model, replicas=replicas, priors=priors, module=module, network_force=s.network_force)
     echo(f"note: network backend {model.backend} ({device}, {s.precision} precision; 16-bit weights: "
          f"{describe(model.config)}; filter tables: {describe_compression(model.config)})")
+    if s.matmul not in ("auto", "ieee") and model.backend != "triton":
+        echo(f"note: --matmul {s.matmul} is ignored: it sets the triton backend's tensor-core products (on CUDA); "
+             f"the {model.backend} backend computes exact products")
+    if s.cuda_graph and device != "cuda":
+        echo("note: --cuda-graph is ignored: it replays the triton backend's step on CUDA (--platform CUDA on a GPU "
+             "machine)")
     return CGSetup(model=model, mol=mol, priors=priors, system=system,
                    energies=ReplicaEnergies(module, mol, priors, replicas, s.platform))
 

@@ -101,7 +101,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     )
     return finish("flashschnet-simulate", lambda echo: run(settings, resume=args.resume, progress=not args.quiet,
                                                           echo=echo),
-                  lambda r: f"done: {r.steps_done} steps x {r.replicas} replicas of {r.n_beads} beads in {r.out} "
+                  lambda r: f"done: {r.steps_done} steps x {r.replicas} replica{'s' if r.replicas != 1 else ''} of "
+                            f"{r.n_beads} beads in {r.out} "
                             f"({r.ns_per_day_per_replica:.3g} ns/day per replica, "
                             f"{r.ns_per_day_per_replica * r.replicas:.3g} aggregate"
                             + (f"; {len(r.dropped)} of {r.replicas} replicas dropped"

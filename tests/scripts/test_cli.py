@@ -167,10 +167,19 @@ def test_entry_point_run_without_traceback(tmp_path):
     assert "Traceback" not in res.stderr and len(lines) == 1 and "no protein residues" in lines[0]
 
 
-def test_python_force_run(tmp_path):
+def test_python_force_run(tmp_path, capsys):
     rc, out = _run(tmp_path, "py", "--network-force", "python", steps=10)
     assert rc == 0
     assert md.load(str(out / "replica_000.dcd"), top=str(out / "topology.pdb")).n_frames == 1
+    assert "done: 10 steps x 1 replica of 97 beads" in capsys.readouterr().err     # not "1 replicas"
+
+
+def test_gpu_only_options_on_cpu_are_noted_not_silently_ignored(tmp_path, capsys):
+    rc, _ = _run(tmp_path, "gpu-opts", "--matmul", "bf16", "--cuda-graph", steps=10)
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "note: --matmul bf16 is ignored: it sets the triton backend's tensor-core products" in err, err
+    assert "note: --cuda-graph is ignored: it replays the triton backend's step on CUDA" in err, err
 
 
 def test_quantized_run_records_the_variant_and_resumes_only_with_it(tmp_path, capsys):
