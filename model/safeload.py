@@ -13,6 +13,19 @@ import torch
 from .errors import InputError
 
 
+def _is_torchscript(path: str) -> bool:
+    """Whether ``path`` is a TorchScript archive (a zip with the ``constants.pkl`` and ``code/`` of
+    ``torch.jit.save``)."""
+    try:
+        if not zipfile.is_zipfile(path):
+            return False
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return False
+    return any(n.endswith("/constants.pkl") for n in names) and any("/code/" in n for n in names)
+
+
 def load_plain(path, what: str = "model") -> Dict[str, Any]:
     """``torch.load(path, weights_only=True)`` of a user file, with every failure turned into a one-line
     :class:`InputError` naming the file. ``what`` names the kind of file in messages ("model", "prior")."""
@@ -21,6 +34,9 @@ def load_plain(path, what: str = "model") -> Dict[str, Any]:
         raise InputError(f"{path}: {what} file not found")
     if os.path.isdir(path):
         raise InputError(f"{path}: is a directory, not a {what} file")
+    if _is_torchscript(path):     # torch.load's own message for these advises weights_only=False: never
+        raise InputError(f"{path}: a TorchScript module (torch.jit.save), not a {what} file; flashschnet reads its "
+                         "own checkpoints (flashschnet.save_checkpoint) and mlcg exports (flashschnet-convert)")
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:

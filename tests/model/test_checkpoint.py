@@ -61,6 +61,9 @@ def test_model_file_errors(tmp_path, fixture_a, capsys):
     one_line_load_error(tmp_path / "plain.pkl", "model")
     torch.save({"something": torch.zeros(3)}, tmp_path / "other.pt")
     one_line_load_error(tmp_path / "other.pt", "not a flashschnet checkpoint or an mlcg export")
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), tmp_path / "scripted.pt")
+    msg = one_line_load_error(tmp_path / "scripted.pt", "a TorchScript module (torch.jit.save), not a model file")
+    assert "weights_only" not in msg, msg          # torch's own message advises weights_only=False: never quoted
 
 
 def test_model_weight_errors(tmp_path, fixture_a):
