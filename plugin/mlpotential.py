@@ -146,6 +146,13 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
             from flashschnet.priors import load_priors
 
             priors = load_priors(priors)
+        elif priors == "model" and model.priors_for(mol) is None:     # as flashschnet-simulate's note says
+            import warnings
+
+            from .system import NO_PRIORS_NOTE
+
+            warnings.warn(f"MLPotential({self.name!r}): {NO_PRIORS_NOTE}; pass priors= a prior file to add some, "
+                          "or priors=None to say the network runs alone", UserWarning, stacklevel=2)
         try:
             add_model_forces(system, mol, model, replicas, priors=priors, network_group=forceGroup,
                              prior_group=forceGroup)

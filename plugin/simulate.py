@@ -52,7 +52,7 @@ from .cleaning import CLEANED_NAME, CleanedStructure, clean_pdb
 from .energies import ReplicaEnergies
 from .force import OpenMMNetwork, network_module
 from .runner import MDJob, RunResult, check_run_settings, open_run_dir, run_dir, run_job
-from .system import build_system, replica_positions_nm
+from .system import NO_PRIORS_NOTE, build_system, replica_positions_nm
 from .topology import cg_topology, write_cg_pdb
 
 #: settings that a resumed run must share with the run it continues
@@ -300,8 +300,7 @@ def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda 
         echo(f"note: {note}")
     priors = _load_priors(s.priors) if s.priors else model.priors_for(mol)
     if priors is None:
-        echo("note: the model has no priors; running the network alone (no bonds hold the chain together "
-             "unless the network was trained without priors)")
+        echo(f"note: {NO_PRIORS_NOTE}")
 
     # 3. the System, and the network module its force runs (the log's energies come from it too) ------------
     types = torch.as_tensor(mol.bead_types, dtype=torch.long)

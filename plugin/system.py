@@ -27,6 +27,11 @@ PRIOR_GROUP = 1
 _USE_MODEL_PRIORS = "model"
 
 
+#: the note a run prints (and OpenMM-ML warns) when the model brings no priors and none are given
+NO_PRIORS_NOTE = ("the model has no priors; running the network alone (no bonds hold the chain together unless the "
+                  "network was trained without priors)")
+
+
 def _resolve_priors(model, priors, mol=None):
     """``priors`` as given, or (``"model"``) the priors the model brings for ``mol``
     (:meth:`LoadedModel.priors_for`; none for a bare network or no model)."""

@@ -97,6 +97,22 @@ def test_priors_option(mol, tmp_path):
     assert e_none == e_net
 
 
+def test_a_model_without_priors_is_a_warning_as_simulate_notes_it(mol, tmp_path):
+    import warnings
+
+    from flashschnet.checkpoint import save_checkpoint
+
+    bare = tmp_path / "bare.pt"
+    save_checkpoint(bare, load_model(MODEL), priors=None)
+    with pytest.warns(UserWarning, match=r"MLPotential\('flashschnet'\): the model has no priors; running the "
+                                         r"network alone .*priors=None to say the network runs alone"):
+        MLPotential("flashschnet", modelPath=str(bare)).createSystem(cg_topology(mol))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)          # said, so silent; and a model with priors: silent
+        MLPotential("flashschnet", modelPath=str(bare), priors=None).createSystem(cg_topology(mol))
+        MLPotential("flashschnet", modelPath=MODEL).createSystem(cg_topology(mol))
+
+
 def test_matmul_and_cuda_graph_options_reach_the_network(mol, monkeypatch):
     """matmul / cudaGraph are passed on to the model the network force runs."""
     import flashschnet.checkpoint as ckpt
