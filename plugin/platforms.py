@@ -4,8 +4,8 @@ OpenMM loads every plugin library of its plugin folder at ``import openmm`` and 
 (``openmm.Platform.getPluginLoadFailures()``). A platform is absent either because its package is not installed
 (no plugin library: the CUDA platform comes with ``pip install 'flashschnet[cuda13]'``, which brings OpenMM's
 ``OpenMM-CUDA-13`` and openmm-torch's CUDA plugin) or because its library failed to load (usually the NVIDIA
-driver or an OpenCL loader missing on this machine). :mod:`flashschnet.openmm.doctor` explains every failure;
-this module gives the one line a command prints when ``--platform`` names a platform that is not here.
+driver or an OpenCL loader missing on this machine), which :mod:`flashschnet.openmm.doctor` explains; this module
+gives the one line a command prints when ``--platform`` names a platform that is not here.
 """
 from __future__ import annotations
 
@@ -36,20 +36,14 @@ def load_failure(name: str) -> str:
 
 
 def missing_platform(name: str) -> str:
-    """One line: platform ``name`` is not available here, why, and what to do."""
-    available = ", ".join(loaded_platforms())
-    head = f"OpenMM platform {name!r} is not available here (available: {available})"
+    """One line: platform ``name`` is not available here, why, and what to do (a plugin that failed to load is
+    explained as ``flashschnet-doctor`` explains it: :func:`flashschnet.openmm.doctor.explain_failure`)."""
+    head = f"OpenMM platform {name!r} is not available here (available: {', '.join(loaded_platforms())})"
     failure = load_failure(name)
+    if failure:
+        from .doctor import Env, explain_failure
+
+        return f"{head}: {explain_failure(failure, Env.current())['line']}"
     if name == "CUDA":
-        if re.search(r"libcuda\.so", failure):
-            return (f"{head}: its plugin is installed but this machine has no NVIDIA driver (libcuda.so.1 not "
-                    f"found); run on a GPU machine, or use --platform CPU")
-        if failure:
-            reason = failure.split(": ", 1)[-1] if ": " in failure else failure
-            return (f"{head}: its plugin failed to load ({reason.strip()}); flashschnet-doctor explains it, and "
-                    f"pip install 'flashschnet[{cuda_extra()}]' installs what it needs")
         return f"{head}: the CUDA platform is not installed; pip install 'flashschnet[{cuda_extra()}]'"
-    if name == "OpenCL" and failure:
-        reason = failure.split(": ", 1)[-1] if ": " in failure else failure
-        return f"{head}: its plugin failed to load ({reason.strip()}); an OpenCL driver (ICD loader) is missing"
     return head

@@ -40,13 +40,18 @@ def test_cuda_without_a_driver_says_so_and_installs_nothing(monkeypatch):
     assert "installed but this machine has no NVIDIA driver" in msg and "pip install" not in msg, msg
 
 
-def test_cuda_plugin_failing_otherwise_quotes_openmm_and_names_the_doctor(monkeypatch):
-    _failures(monkeypatch, f"Error loading library {CUDA_PLUGIN}: libnvrtc.so.13: cannot open shared object file: "
-                           "No such file or directory",
-              "Error loading library /x/libOpenMMOpenCL.so: libOpenCL.so.1: cannot open shared object file")
+def test_cuda_plugin_failing_otherwise_is_explained_as_the_doctor_explains_it(monkeypatch):
+    from flashschnet.openmm.doctor import Env, explain_failure
+
+    nvrtc = (f"Error loading library {CUDA_PLUGIN}: libnvrtc.so.13: cannot open shared object file: "
+             "No such file or directory")
+    opencl = "Error loading library /x/libOpenMMOpenCL.so: libOpenCL.so.1: cannot open shared object file"
+    _failures(monkeypatch, nvrtc, opencl)
     msg = platforms.missing_platform("CUDA")
-    assert "(libnvrtc.so.13: cannot open shared object file" in msg and "flashschnet-doctor" in msg, msg
-    assert "an OpenCL driver (ICD loader) is missing" in platforms.missing_platform("OpenCL")
+    assert msg == ("OpenMM platform 'CUDA' is not available here (available: Reference, CPU): "
+                   + explain_failure(nvrtc, Env.current())["line"]), msg
+    assert "missing the CUDA 13 library libnvrtc.so.13: pip install 'flashschnet[cuda13]'" in msg, msg
+    assert "needs an OpenCL runtime (libOpenCL.so.1 not found)" in platforms.missing_platform("OpenCL")
 
 
 @pytest.mark.skipif("CUDA" in platforms.loaded_platforms(), reason="the CUDA platform loads on this machine")
