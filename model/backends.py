@@ -52,6 +52,10 @@ def resolve_backend(name: Optional[str] = None, device: Optional[str] = None) ->
     return name
 
 
+#: the CUDA major versions with an extra of this package (``cuda12``, ``cuda13``), by torch's CUDA build
+CUDA_MAJORS = ("12", "13")
+
+
 def cuda_extra(torch_cuda: Optional[str] = "installed") -> str:
     """The extra of this package that brings the OpenMM CUDA platform and openmm-torch's CUDA plugin for a torch
     built with CUDA ``torch_cuda`` (``torch.version.cuda``; default: the installed torch's): ``"cuda12"`` or
@@ -62,7 +66,7 @@ def cuda_extra(torch_cuda: Optional[str] = "installed") -> str:
 
         torch_cuda = torch.version.cuda
     major = (torch_cuda or "13").split(".")[0]
-    return f"cuda{major}" if major in ("12", "13") else "cuda13"
+    return f"cuda{major}" if major in CUDA_MAJORS else "cuda13"
 
 
 def gpu_hint() -> str:

@@ -46,8 +46,6 @@ TINY_SEED = 20261203
 TINY_POSITIONS_A = [[0.0, 0.0, 0.0], [3.8, 0.0, 0.0], [1.0, 3.5, 0.6]]
 TINY_TYPES = [1, 2, 3]
 
-#: the GPU installs the doctor names, by the CUDA major version of torch
-CUDA_EXTRAS = {"12": "pip install 'flashschnet[cuda12]'", "13": "pip install 'flashschnet[cuda13]'"}
 #: openmm-torch's builds (acellera's wheels; module ``openmmtorch``), by torch's CUDA major (None: CPU torch)
 OPENMMTORCH_BUILDS = {None: "acellera-openmmtorch-cpu", "12": "acellera-openmmtorch-cu12",
                       "13": "acellera-openmmtorch-cu13"}

@@ -26,7 +26,8 @@ import torch  # noqa: F401  (torch before openmm: openmm-torch's plugins need to
 
 import openmm
 
-from ..doctor import (CUDA_EXTRAS, OPENMMTORCH_BUILDS, _one_line, cuda_install_command, cuda_major, emit,
+from ..backends import CUDA_MAJORS
+from ..doctor import (OPENMMTORCH_BUILDS, _one_line, cuda_install_command, cuda_major, emit,
                       flashschnet_requirements, run_probe, tiny_inputs, tiny_model, versions)
 
 #: the kernel openmm-torch registers on each platform it supports
@@ -108,7 +109,7 @@ def _cuda_of(dep: str, env: Env) -> Optional[str]:
         lib, num = m.group(1), m.group(2)
         if lib in _CUDA_SONAME:
             return _CUDA_SONAME[lib].get(num) or cuda_major(env.torch_cuda)
-        if num in CUDA_EXTRAS:
+        if num in CUDA_MAJORS:
             return num
     return cuda_major(env.torch_cuda)
 
@@ -169,10 +170,10 @@ def explain_failure(message: str, env: Optional[Env] = None) -> Dict[str, Any]:
                                           f"'{env.requirements.get('torch', 'torch')}'")
     if dep.startswith(_CUDA_LIBS):
         major = _cuda_of(dep, env)
-        cmd = CUDA_EXTRAS.get(major or "", cuda_install_command(env.torch_cuda))
+        cmd = cuda_install_command(major if major in CUDA_MAJORS else env.torch_cuda)
         torch_major = cuda_major(env.torch_cuda)
         also = (f" (torch here is built with CUDA {env.torch_cuda}: use the build for CUDA {torch_major}, "
-                f"{CUDA_EXTRAS[torch_major]})" if torch_major in CUDA_EXTRAS and major and major != torch_major
+                f"{cuda_install_command(torch_major)})" if torch_major in CUDA_MAJORS and major and major != torch_major
                 else "")
         return done("missing-library", f"{what} is missing the CUDA {major or ''} library {dep}: {cmd}{also}"
                     .replace("CUDA  library", "CUDA library"))
@@ -218,7 +219,7 @@ def explain_error(message: str, env: Optional[Env] = None) -> str:
     if re.search(r"CUDA_ERROR_(INSUFFICIENT_DRIVER|UNSUPPORTED_PTX_VERSION|COMPAT_NOT_SUPPORTED)|driver version is "
                  r"insufficient", m):
         return ("the NVIDIA driver is older than this CUDA build needs: upgrade the driver, or use the CUDA 12 "
-                f"builds: {CUDA_EXTRAS['12']}")
+                f"builds: {cuda_install_command('12')}")
     if "does not support all required kernels" in m or "No registered implementation for kernel" in m:
         tdist, tver = _torch_build(env)
         if not env.openmmtorch:
