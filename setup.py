@@ -40,7 +40,8 @@ def _requirements(name):
 #   come from one source, the CUDA plugin only from the CUDA build). Metadata: torch>=2.10,<2.13.
 # * openmm < 8.6: with openmm 8.6.x, deserializing a System that holds a TorchForce segfaults inside
 #   openmm-torch 1.10's TorchForceProxy::deserialize (it was compiled against OpenMM 8.5's SerializationNode):
-#   ``python tools/xml_round_trip.py`` in an environment with openmm 8.6.1 shows it (exit status 139). openmm-ml 1.8 needs openmm >= 8.6.1, so openmm-ml stays 1.7.
+#   ``python tools/xml_round_trip.py`` in an environment with openmm 8.6.1 shows it (exit 1: the child crashed).
+#   openmm-ml 1.8 needs openmm >= 8.6.1, so openmm-ml stays 1.7.
 # * insane 1.2.0 imports pkg_resources, which setuptools 81 removed.
 OPENMM = "openmm>=8.5,<8.6"
 OPENMMTORCH = ">=1.10,<1.11"
