@@ -233,18 +233,14 @@ def config(args, pdb, **kw) -> Dict[str, Any]:
 
 
 def openmmtorch_version(mod) -> str:
-    """The openmm-torch module's version: its ``__version__``, else its distribution's (the acellera wheels)."""
+    """The openmm-torch module's version: its ``__version__``, else its distribution's (the acellera wheels:
+    :func:`flashschnet.doctor.openmmtorch_distributions`, a CUDA build named before the CPU one)."""
     if getattr(mod, "__version__", None):
         return str(mod.__version__)
-    from importlib import metadata
+    from flashschnet.doctor import openmmtorch_distributions
 
-    for dist in ("acellera-openmmtorch-cu13", "acellera-openmmtorch-cu12", "acellera-openmmtorch-cpu",
-                 "acellera-openmmtorch", "openmmtorch", "openmm-torch"):
-        try:
-            return f"{dist} {metadata.version(dist)}"
-        except metadata.PackageNotFoundError:
-            continue
-    return "?"
+    dists = sorted(openmmtorch_distributions(), key=lambda d: d[0].endswith("-cpu"))
+    return f"{dists[0][0]} {dists[0][1]}" if dists else "?"
 
 
 def rel(a, b) -> float:
@@ -277,9 +273,10 @@ def stage_environment(args, st: Stage) -> None:
     def platforms():
         import openmm
 
+        from flashschnet.openmm.platforms import loaded_platforms
+
         out = {"openmm": openmm.__version__, "plugins_dir": openmm.Platform.getDefaultPluginsDirectory(),
-               "platforms": [openmm.Platform.getPlatform(i).getName()
-                             for i in range(openmm.Platform.getNumPlatforms())],
+               "platforms": loaded_platforms(),
                "plugin_load_failures": list(openmm.Platform.getPluginLoadFailures())}
         try:  # openmm-torch: the module (its plugins' load failures are among OpenMM's above)
             from flashschnet.openmm.force import _import_openmmtorch
@@ -593,8 +590,7 @@ def stage_openmm(args, st: Stage) -> None:
     the parallel-tempering and MARTINI rows) on the first platform of CUDA, OpenCL, CPU that runs."""
     from flashschnet.openmm.benchmark import measure  # (imports torch, then openmm: the order they need)
     from flashschnet.openmm.benchmark.report import label
-
-    import openmm
+    from flashschnet.openmm.platforms import loaded_platforms
 
     torch_ok, why_not_torch = True, ""
     try:
@@ -607,7 +603,7 @@ def stage_openmm(args, st: Stage) -> None:
         st.add("errors", {"item": "import openmmtorch", "status": "error", "error": why_not_torch,
                           "traceback": traceback.format_exc()[-2000:]})
         log(f"openmmtorch cannot load ({why_not_torch}): PythonForce fallback")
-    loaded = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
+    loaded = loaded_platforms()
     steps, plan = args.openmm_steps, openmm_plan(args, torch_ok)
     described = {TORCH: "TorchForce (openmm-torch)",
                  GRAPH: "TorchForce (openmm-torch) with useCUDAGraphs",
