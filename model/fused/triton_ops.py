@@ -25,6 +25,7 @@ GPU only the tensor-core precisions are launched (:func:`exact_on_cuda` says whe
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass
@@ -70,7 +71,10 @@ def triton_available() -> bool:
     return _interpret() or torch.cuda.is_available()
 
 
+@functools.lru_cache(maxsize=None)
 def _kernels():
+    """:mod:`flashschnet.kernels.cfconv`, imported (and, when interpreting, the interpreter patched) once, at the
+    first launch: every launch asks for its kernel here."""
     from ..kernels import cfconv  # imported late: TRITON_INTERPRET must be set before triton is imported
 
     if _interpret():
