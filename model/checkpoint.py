@@ -201,11 +201,13 @@ def load_model(path, backend: Optional[str] = None, dtype: torch.dtype = torch.f
 
 
 def write_checkpoint(path, ckpt: Dict[str, Any]) -> None:
-    """``torch.save`` a checkpoint dict atomically (temporary file + rename)."""
-    path = os.fspath(path)
-    tmp = path + ".tmp"
-    torch.save(ckpt, tmp)
-    os.replace(tmp, path)
+    """``torch.save`` a checkpoint dict atomically (:func:`flashschnet.atomic.atomic_write`: temporary file, fsync,
+    rename); a write that fails removes the temporary file, keeps a previous ``path`` and raises
+    :class:`~flashschnet.errors.OutputError`."""
+    from .atomic import atomic_write
+
+    with atomic_write(path, "wb", what="writing the model checkpoint") as f:
+        torch.save(ckpt, f)
 
 
 def save_checkpoint(path, model, priors="model", metadata: Optional[Dict[str, Any]] = None) -> None:

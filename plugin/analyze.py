@@ -20,6 +20,16 @@ One bead per residue, all lengths in nm (as :mod:`flashschnet.openmm.compare`):
   frames, T from ``--temperature``, else ``run.json``, else 300 K; F = 0 at the most populated bin,
   unsampled bins are left empty (NaN in the figure, null in the JSON).
 
+A parallel-tempering run (``flashschnet-simulate --temperatures``; :meth:`RunDir.ladder`) is analysed per
+temperature, never per walker and never pooled: each ``T<K>.dcd`` (the demultiplexed frames at that
+temperature) gets its traces, RMSF, contact map and F(RMSD, Rg) with its own kT = R T; ``log.csv`` rows go to the
+temperature their walker was at (its ``thermostat_K``, else ``walkers.csv``). ``--temperature`` and
+``--replicas`` are refused there. Nothing is reweighted between temperatures.
+
+Too little data: a figure whose data fall short of ``MIN_TRACE_POINTS`` ... ``MIN_FES_FRAMES`` is still drawn,
+and :func:`too_little_data` says (report.json ``too_little_data``, report.md, a ``warning:`` line) how many more
+frames and steps it needs.
+
 DCD files are read with :func:`flashschnet.openmm.dcd.read_dcd`, which ignores a partial last frame
 (a run killed mid-write). Bad input raises :class:`~flashschnet.errors.InputError` (one line: the file and
 what to do).
@@ -34,16 +44,35 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ..atomic import staged_files
 from ..errors import InputError
 from .analysis import (MOLAR_GAS_CONSTANT_KJ_MOL_K, contact_map, fraction_native_contacts, free_energy_surface,
                        kabsch_align, native_contacts, radius_of_gyration, rmsf)
+from .analyze_report import markdown, plot_report
+from .dcd import read_dcd, read_header
 from .rundir import RunDir, backbone_beads, pdb_positions, read_pdb
+from .runner.directory import make_run_dir
 
 REPORT_FILES = ("report.md", "report.json")
 FIGURES = ("energy.png", "structure.png", "contacts.png", "fes.png")
 CONTACT_CUTOFF_NM = 0.8
 CONTACT_MIN_SEPARATION = 3
 DEFAULT_TEMPERATURE_K = 300.0
+
+# The fewest frames (log rows, for energy.png) a figure needs to mean something; below them the report says so
+# and how many more are needed (docs/analysis.md, "Too little data"):
+#: a time trace (RMSD, Rg, Q; energy and temperature): fewer points cannot tell a drift from a fluctuation
+MIN_TRACE_POINTS = 10
+#: an RMSF (a standard deviation per residue): from n independent frames it is uncertain by ~1/sqrt(2(n - 1)),
+#: 16 % at 20 frames, and successive frames are not independent
+MIN_RMSF_FRAMES = 20
+#: a contact map: its fractions come in steps of 1/frames
+MIN_CONTACT_FRAMES = 10
+#: F(RMSD, Rg): F of a bin of n samples is uncertain by ~kT/sqrt(n); only from ~100 frames up do the populated
+#: bins of even the coarsest default grid (5 x 5 .. 10 x 10) hold ~10 samples, F known there to ~0.3 kT
+MIN_FES_FRAMES = 100
+#: a log row's thermostat temperature is its rung's when within this (K): rung names are 0.1 K apart at least
+RUNG_MATCH_K = 0.051
 
 
 @dataclass
@@ -90,10 +119,20 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
         raise InputError(f"--stride must be >= 1, got {s.stride}")
     if s.temperature_K is not None and not s.temperature_K > 0:
         raise InputError(f"--temperature must be positive (K), got {s.temperature_K}")
+    ladder = rd.ladder()                 # {T_K: T<K>.dcd} of a parallel-tempering run, else None
+    if ladder is not None:
+        span = f"{len(ladder)} temperatures, {min(ladder):.1f}-{max(ladder):.1f} K"
+        if s.temperature_K is not None:
+            raise InputError(f"--temperature {s.temperature_K:g}: {run_dir} is a parallel-tempering run ({span}), "
+                             "analysed per temperature, each with its own kT; drop --temperature")
+        if s.replicas is not None:
+            raise InputError(f"--replicas: {run_dir} is a parallel-tempering run ({span}), analysed per temperature "
+                             "from its T<K>.dcd files, not per walker; drop --replicas")
     existing = [n for n in REPORT_FILES if os.path.exists(os.path.join(out, n))]
     if existing and not s.force:
         raise InputError(f"{os.path.join(out, existing[0])}: a report is already there; pass --force to overwrite "
                          "it or choose another --out")
+    make_run_dir(out)                    # a read-only or unwritable --out: one line (exit 2) before the work
     if s.replicas is not None:
         wanted = list(dict.fromkeys(int(r) for r in s.replicas))
         absent = [r for r in wanted if r not in paths]
@@ -129,27 +168,36 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
     except (OSError, ValueError) as exc:
         notes.append(f"run.json is unreadable ({exc}); settings taken from the trajectory headers")
         cfg = {}
-    if s.temperature_K is not None:
+    if ladder is not None:               # each temperature its own kT; run.json's temperature_K is not one of them
+        temperature, t_source = None, ("run.json (temperatures)" if cfg.get("temperatures")
+                                       else "the T<K>.dcd file names (to 0.1 K)")
+    elif s.temperature_K is not None:
         temperature, t_source = float(s.temperature_K), "--temperature"
     elif isinstance(cfg.get("temperature_K"), (int, float)):
         temperature, t_source = float(cfg["temperature_K"]), "run.json"
     else:
         temperature, t_source = DEFAULT_TEMPERATURE_K, "default (no run.json)"
         notes.append(f"no temperature in run.json: F uses T = {DEFAULT_TEMPERATURE_K:g} K (set --temperature)")
-    kT = MOLAR_GAS_CONSTANT_KJ_MOL_K * temperature
+    units = list(paths.items()) if ladder is None else list(ladder.items())
+    kT = MOLAR_GAS_CONSTANT_KJ_MOL_K * temperature if temperature is not None else None
+    unit_key = "replica" if ladder is None else "temperature_K"
 
-    # trajectories
+    # trajectories: one per replica, or per temperature (T<K>.dcd) of a parallel-tempering run
     from tqdm.auto import tqdm
 
     pairs = native_contacts(ref, CONTACT_CUTOFF_NM, CONTACT_MIN_SEPARATION)
-    per_replica, pooled = [], []
-    for r, path in tqdm(list(paths.items()), desc="reading trajectories", unit="replica", disable=not progress,
-                        leave=False):
-        info = rd.header(r)
+    records, pooled, intervals = [], [], []
+    for r, path in tqdm(units, desc="reading trajectories", unit="replica" if ladder is None else "temperature",
+                        disable=not progress, leave=False):
+        info = read_header(path)
         if info.atoms != topo.n_atoms:
             raise InputError(f"{path}: {info.atoms} atoms per frame but {topo_path} has {topo.n_atoms}; they are "
                              "not from the same run (analyse the directory the run wrote, unmodified)")
-        xyz = rd.frames(r, bb)
+        xyz = read_dcd(path, bb)
+        if len(xyz) == 0 and ladder is not None:
+            notes.append(f"{os.path.basename(path)}: no frame (its walker was dropped before the first report?); "
+                         f"{r:.1f} K is left out")
+            continue
         if len(xyz) == 0:
             raise InputError(f"{path}: no complete frame; the run wrote no trajectory frame yet (run more steps "
                              "than --report-interval, or analyse after it has written some)")
@@ -163,8 +211,9 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
         rmsd_t, _ = kabsch_align(frames, ref)
         rg_t = radius_of_gyration(frames)
         q_t = fraction_native_contacts(frames, ref, pairs)
-        per_replica.append({
-            "replica": r, "file": os.path.basename(path), "frames": len(frames), "step": steps,
+        intervals.append(int(info.interval))
+        records.append({
+            unit_key: r, "file": os.path.basename(path), "frames": len(frames), "step": steps,
             "time_ps": steps * dt_ps if dt_ps > 0 else np.full(len(steps), np.nan),
             "rmsd_nm": rmsd_t, "rg_nm": rg_t, "q": q_t, "rmsf_nm": rmsf(frames, ref),
             "summary": {"frames": len(frames), "rmsd_mean_nm": float(rmsd_t.mean()), "rmsd_std_nm": float(rmsd_t.std()),
@@ -172,13 +221,26 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
                         "rg_std_nm": float(rg_t.std()),
                         "q_mean": float(q_t.mean()) if len(pairs) else float("nan"),
                         "q_final": float(q_t[-1]) if len(pairs) else float("nan")}})
+        if ladder is not None:
+            records[-1]["kT_kJ_mol"] = MOLAR_GAS_CONSTANT_KJ_MOL_K * r
         pooled.append(frames)
+    if not pooled:
+        raise InputError(f"{run_dir}: no T<K>.dcd file has a frame; the run wrote no trajectory frame (run more "
+                         "steps than --report-interval)")
     allframes = np.concatenate(pooled)
 
     # log.csv: energy and temperature traces
-    log = rd.read_log(echo=lambda m: notes.append(m.removeprefix("note: ")))
-    if log is not None:
-        for rec in per_replica:
+    log = rd.read_log(echo=lambda m: notes.append(m.removeprefix("note: ")),
+                      extra=("thermostat_K",) if ladder is not None else ())
+    if ladder is not None:
+        log = _rung_logs(rd, log, [rec["temperature_K"] for rec in records], notes)
+        for rec in records:
+            rows = rec["log"] = log.get(rec["temperature_K"])
+            if rows is not None:
+                rec["summary"]["potential_energy_mean_kJ_mol"] = float(np.mean(rows["potential_energy_kJ_mol"]))
+                rec["summary"]["temperature_mean_K"] = float(np.mean(rows["temperature_K"]))
+    elif log is not None:
+        for rec in records:
             rows = log.get(rec["replica"])
             if rows is not None and len(rows["step"]):
                 rec["summary"]["potential_energy_mean_kJ_mol"] = float(np.mean(rows["potential_energy_kJ_mol"]))
@@ -189,159 +251,210 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
     else:
         notes.append("no log.csv in the run directory: no energy/temperature traces")
 
-    # pooled maps
-    cmap = contact_map(allframes, CONTACT_CUTOFF_NM, CONTACT_MIN_SEPARATION)
     native_map = contact_map(ref, CONTACT_CUTOFF_NM, CONTACT_MIN_SEPARATION)
-    rmsd_all = np.concatenate([rec["rmsd_nm"] for rec in per_replica])
-    rg_all = np.concatenate([rec["rg_nm"] for rec in per_replica])
-    bins = int(s.bins) if s.bins else int(np.clip(round(math.sqrt(len(rmsd_all))), 5, 50))
-    fes, xe, ye = free_energy_surface(rmsd_all, rg_all, kT, bins=bins)
-
-    result: Dict[str, object] = {
-        "run_dir": run_dir, "kind": kind, "backbone_bead": bead, "topology": topo_path, "reference": ref_path,
-        "settings": asdict(s), "temperature_K": temperature, "temperature_source": t_source, "kT_kJ_mol": kT,
-        "n_residues": len(bb), "residues": residues, "n_native_contacts": int(len(pairs)),
-        "rg_reference_nm": float(radius_of_gyration(ref)), "frames_total": int(len(allframes)),
-        "replicas": per_replica,
-        "log": None if not log else {r: {k: v for k, v in cols.items()} for r, cols in log.items()},
-        "contact_map": {"cutoff_nm": CONTACT_CUTOFF_NM, "min_separation": CONTACT_MIN_SEPARATION,
-                        "fraction": cmap, "reference": native_map},
-        "fes": {"x": "rmsd_nm", "y": "rg_nm", "bins": bins, "rmsd_edges_nm": xe, "rg_edges_nm": ye,
-                "free_energy_kJ_mol": fes},
-        "notes": notes, "files": list(REPORT_FILES + FIGURES),
-    }
-    os.makedirs(out, exist_ok=True)
-    plot_report(result, out)
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write(markdown(result))
-    safe = _json_safe(result)
-    with open(os.path.join(out, "report.json"), "w") as f:
-        json.dump(safe, f, indent=1, allow_nan=False)
+    interval = cfg.get("report_interval")
+    interval = int(interval) if isinstance(interval, int) and interval > 0 else max(intervals)
+    if ladder is not None:
+        # per temperature: its own contact map, and F = -kT ln p with its own kT (no pooling, no reweighting)
+        for rec, frames in zip(records, pooled):
+            bins = int(s.bins) if s.bins else int(np.clip(round(math.sqrt(len(frames))), 5, 50))
+            f_t, xe, ye = free_energy_surface(rec["rmsd_nm"], rec["rg_nm"], rec["kT_kJ_mol"], bins=bins)
+            rec["contact_map"] = contact_map(frames, CONTACT_CUTOFF_NM, CONTACT_MIN_SEPARATION)
+            rec["fes"] = {"x": "rmsd_nm", "y": "rg_nm", "bins": bins, "rmsd_edges_nm": xe, "rg_edges_nm": ye,
+                          "free_energy_kJ_mol": f_t}
+        logged = {r["temperature_K"]: r["log"] for r in records if r["log"] is not None}
+        shortfalls = too_little_data(records, "temperature_K", logged, pooled=False, interval=interval,
+                                     stride=s.stride)
+        result: Dict[str, object] = {
+            "run_dir": run_dir, "kind": kind, "ensemble": "parallel tempering", "backbone_bead": bead,
+            "topology": topo_path, "reference": ref_path, "settings": asdict(s), "temperature_source": t_source,
+            "temperatures_K": [rec["temperature_K"] for rec in records],
+            "n_residues": len(bb), "residues": residues, "n_native_contacts": int(len(pairs)),
+            "rg_reference_nm": float(radius_of_gyration(ref)), "frames_total": int(len(allframes)),
+            "temperatures": records,
+            "contact_map": {"cutoff_nm": CONTACT_CUTOFF_NM, "min_separation": CONTACT_MIN_SEPARATION,
+                            "reference": native_map},
+            "notes": notes, "too_little_data": shortfalls, "files": list(REPORT_FILES + FIGURES),
+        }
+    else:
+        # pooled maps
+        cmap = contact_map(allframes, CONTACT_CUTOFF_NM, CONTACT_MIN_SEPARATION)
+        rmsd_all = np.concatenate([rec["rmsd_nm"] for rec in records])
+        rg_all = np.concatenate([rec["rg_nm"] for rec in records])
+        bins = int(s.bins) if s.bins else int(np.clip(round(math.sqrt(len(rmsd_all))), 5, 50))
+        fes, xe, ye = free_energy_surface(rmsd_all, rg_all, kT, bins=bins)
+        shortfalls = too_little_data(records, "replica", log or {}, pooled=True, interval=interval,
+                                     stride=s.stride)
+        result = {
+            "run_dir": run_dir, "kind": kind, "backbone_bead": bead, "topology": topo_path, "reference": ref_path,
+            "settings": asdict(s), "temperature_K": temperature, "temperature_source": t_source, "kT_kJ_mol": kT,
+            "n_residues": len(bb), "residues": residues, "n_native_contacts": int(len(pairs)),
+            "rg_reference_nm": float(radius_of_gyration(ref)), "frames_total": int(len(allframes)),
+            "replicas": records,
+            "log": None if not log else {r: {k: v for k, v in cols.items()} for r, cols in log.items()},
+            "contact_map": {"cutoff_nm": CONTACT_CUTOFF_NM, "min_separation": CONTACT_MIN_SEPARATION,
+                            "fraction": cmap, "reference": native_map},
+            "fes": {"x": "rmsd_nm", "y": "rg_nm", "bins": bins, "rmsd_edges_nm": xe, "rg_edges_nm": ye,
+                    "free_energy_kJ_mol": fes},
+            "notes": notes, "too_little_data": shortfalls, "files": list(REPORT_FILES + FIGURES),
+        }
+    # all files or none: a full disk leaves no truncated figure and keeps a previous report whole (OutputError)
+    with staged_files(out, what="writing the analysis report") as stage:
+        plot_report(result, stage)
+        with open(os.path.join(stage, "report.md"), "w") as f:
+            f.write(markdown(result))
+        safe = _json_safe(result)
+        with open(os.path.join(stage, "report.json"), "w") as f:
+            json.dump(safe, f, indent=1, allow_nan=False)
     safe["out"] = out
     return safe
 
 
-# -- output --------------------------------------------------------------------------------------------------
+def _rung_logs(rd: RunDir, log: Optional[Dict[int, Dict[str, np.ndarray]]], temps: Sequence[float],
+               notes: List[str]) -> Dict[float, Dict[str, np.ndarray]]:
+    """log.csv of a parallel-tempering run (per walker) regrouped by temperature.
 
-def _pm(mean: float, sd: float) -> str:
-    return "n/a" if not np.isfinite(mean) else f"{mean:.3f} ± {sd:.3f}"
+    A row belongs to the rung its walker was at during the segment that ends at its step (the rung whose
+    ``T<K>.dcd`` holds that walker's frame of the step): its ``thermostat_K``, or, in a log without that
+    column, the rung ``walkers.csv`` gives the walker at that step. A log that says neither leaves the energies
+    unattributed (noted), never labelled with a guess.
 
-
-def _num(x: Optional[float], fmt: str = ".3f") -> str:
-    return "n/a" if x is None or not np.isfinite(x) else format(x, fmt)
-
-
-def markdown(result: Dict[str, object]) -> str:
-    """The ``report.md`` text of an :func:`analyze` result."""
-    kind = "flashschnet-simulate" if result["kind"] == "flashschnet" else "flashschnet-martini"
-    lines = [f"# Analysis of `{result['run_dir']}`", "",
-             f"Run of {kind}; {len(result['replicas'])} replica(s), {result['n_residues']} residues "
-             f"(one `{result['backbone_bead']}` bead each), {result['frames_total']} frames analysed "
-             f"(stride {result['settings']['stride']}). Reference: `{result['reference']}` "
-             f"(Rg {result['rg_reference_nm']:.3f} nm, {result['n_native_contacts']} native contacts). "
-             f"T = {result['temperature_K']:g} K ({result['temperature_source']}).", "",
-             "| replica | frames | RMSD mean ± sd (nm) | final RMSD (nm) | Rg mean ± sd (nm) | Q mean | Q final "
-             "| ⟨E_pot⟩ (kJ/mol) | ⟨T⟩ (K) |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for rec in result["replicas"]:
-        m = rec["summary"]
-        lines.append(f"| {rec['replica']} | {m['frames']} | {_pm(m['rmsd_mean_nm'], m['rmsd_std_nm'])} "
-                     f"| {_num(m['final_rmsd_nm'])} | {_pm(m['rg_mean_nm'], m['rg_std_nm'])} | {_num(m['q_mean'])} "
-                     f"| {_num(m['q_final'])} | {_num(m.get('potential_energy_mean_kJ_mol'), '.6g')} "
-                     f"| {_num(m.get('temperature_mean_K'), '.1f')} |")
-    lines += ["",
-              "RMSD: backbone beads after Kabsch superposition on the reference. Q: fraction of the reference's "
-              f"contacts (< {result['contact_map']['cutoff_nm']:g} nm, >= {result['contact_map']['min_separation']} "
-              "residues apart) within 1.2 x their reference distance. Means over all analysed frames.", "",
-              "## Energy and temperature", "",
-              "![energy and temperature](energy.png)" if result["log"] else "(no log.csv rows: not shown)", "",
-              "## Structure", "", "![RMSD, Rg, Q, RMSF](structure.png)", "",
-              "## Contact map", "",
-              f"Upper-right triangle: fraction of frames (all replicas) with {result['backbone_bead']}-"
-              f"{result['backbone_bead']} distance < {result['contact_map']['cutoff_nm']:g} nm; lower-left triangle: "
-              "the reference's contacts (1 = in contact).", "", "![contact map](contacts.png)", "",
-              "## Free-energy surface", "",
-              f"F(RMSD, Rg) = -kT ln p in kJ/mol (kT = {result['kT_kJ_mol']:.4g} kJ/mol), all replicas pooled, "
-              f"{result['fes']['bins']} x {result['fes']['bins']} bins; F = 0 at the most populated bin, white: "
-              "not sampled.", "", "![free-energy surface](fes.png)", ""]
-    if result["notes"]:
-        lines += ["## Notes", ""] + [f"* {n}" for n in result["notes"]] + [""]
-    return "\n".join(lines)
-
-
-def plot_report(result: Dict[str, object], out: str) -> None:
-    """Write ``FIGURES`` into ``out`` (matplotlib's Agg canvas: no display needed, pyplot not used)."""
-    from matplotlib.figure import Figure
-
-    reps = result["replicas"]
-
-    def xaxis(rec, key="time_ps"):
-        t = np.asarray(rec[key], dtype=float)
-        return (t, "time (ps)") if np.isfinite(t).all() else (np.asarray(rec["step"], dtype=float), "step")
-
-    # energy and temperature traces
-    fig = Figure(figsize=(9, 6))
-    ax_e, ax_t = fig.subplots(2, 1, sharex=True)
-    log = result["log"] or {}
-    for r, cols in log.items():
-        t, label = xaxis(cols)
-        ax_e.plot(t, cols["potential_energy_kJ_mol"], lw=1, label=f"replica {r}")
-        ax_t.plot(t, cols["temperature_K"], lw=1)
-    if log:
-        ax_t.axhline(result["temperature_K"], color="k", ls=":", lw=1)
-        ax_t.set_xlabel(label)
-        ax_e.legend(fontsize="small")
+    Returns
+    -------
+    dict {T_K: {"step", "time_ps", "potential_energy_kJ_mol", "temperature_K", "walker"}}
+        Arrays in step order, for the temperatures in ``temps`` that have rows.
+    """
+    if log is None:
+        notes.append("no log.csv in the run directory: no energy/temperature traces")
+        return {}
+    temps = np.asarray(temps, dtype=float)
+    rows: Dict[float, list] = {}
+    lost = 0
+    if all(np.isfinite(cols["thermostat_K"]).all() for cols in log.values()):
+        source = None
+        for w, cols in log.items():
+            for i, t in enumerate(cols["thermostat_K"]):
+                k = int(np.argmin(np.abs(temps - t))) if len(temps) else -1
+                if k < 0 or abs(temps[k] - t) > RUNG_MATCH_K:
+                    lost += 1
+                    continue
+                rows.setdefault(float(temps[k]), []).append((cols["step"][i], cols["time_ps"][i],
+                                                             cols["potential_energy_kJ_mol"][i],
+                                                             cols["temperature_K"][i], w))
     else:
-        ax_e.text(0.5, 0.5, "no log.csv", ha="center", transform=ax_e.transAxes)
-    ax_e.set_ylabel("potential energy (kJ/mol)")
-    ax_t.set_ylabel("temperature (K)")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "energy.png"), dpi=100)
+        at = _walker_rungs(rd.file("walkers.csv"), temps)
+        if at is None:
+            notes.append("log.csv does not say which temperature each row was at (no thermostat_K column, no "
+                         "readable walkers.csv): its energies are not attributed to temperatures, and not shown")
+            return {}
+        source = "walkers.csv"
+        for w, cols in log.items():
+            for i, step in enumerate(cols["step"]):
+                t = at.get((int(step), w))
+                if t is None:
+                    lost += 1
+                    continue
+                rows.setdefault(t, []).append(
+                    (step, cols["time_ps"][i], cols["potential_energy_kJ_mol"][i], cols["temperature_K"][i], w))
+    if source:
+        notes.append(f"log.csv has no thermostat_K column: its rows are attributed to temperatures by {source}")
+    if lost:
+        notes.append(f"log.csv: {lost} row(s) at no analysed temperature are left out of the energy traces")
+    if not rows:
+        notes.append("log.csv has no rows for the analysed temperatures: no energy/temperature traces")
+    out = {}
+    for t, vals in rows.items():
+        a = np.array(sorted(vals, key=lambda v: v[0]), dtype=float)
+        out[t] = {"step": a[:, 0].astype(int), "time_ps": a[:, 1], "potential_energy_kJ_mol": a[:, 2],
+                  "temperature_K": a[:, 3], "walker": a[:, 4].astype(int)}
+    return out
 
-    # structure over time and RMSF
-    fig = Figure(figsize=(11, 8))
-    axes = fig.subplots(2, 2)
-    for rec in reps:
-        t, label = xaxis(rec)
-        for ax, key in zip(axes.flat[:3], ("rmsd_nm", "rg_nm", "q")):
-            ax.plot(t, rec[key], lw=1, marker="." if len(t) < 50 else None, label=f"replica {rec['replica']}")
-        axes.flat[3].plot(np.arange(1, len(rec["rmsf_nm"]) + 1), rec["rmsf_nm"], lw=1)
-    axes.flat[1].axhline(result["rg_reference_nm"], color="k", ls=":", lw=1)
-    for ax, ylab in zip(axes.flat, ("backbone RMSD (nm)", "radius of gyration (nm)", "native contacts Q",
-                                    "RMSF (nm)")):
-        ax.set_ylabel(ylab)
-        ax.set_xlabel(label if ylab != "RMSF (nm)" else "residue")
-    axes.flat[0].legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "structure.png"), dpi=100)
 
-    # contact map: simulation above the diagonal, reference below
-    cm = np.asarray(result["contact_map"]["fraction"], dtype=float)
-    nat = np.asarray(result["contact_map"]["reference"], dtype=float)
-    n = len(cm)
-    i, j = np.indices((n, n))
-    both = np.where(j > i, cm, np.where(j < i, nat, np.nan))
-    fig = Figure(figsize=(6.5, 5.5))
-    ax = fig.subplots()
-    im = ax.imshow(both, origin="upper", cmap="viridis", vmin=0, vmax=1, extent=(0.5, n + 0.5, n + 0.5, 0.5))
-    fig.colorbar(im, ax=ax, label="fraction of frames in contact")
-    ax.set_xlabel("residue")
-    ax.set_ylabel("residue")
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    ax.yaxis.get_major_locator().set_params(integer=True)
-    ax.set_title("simulation (upper right) / reference (lower left)", fontsize="medium")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "contacts.png"), dpi=100)
+def _walker_rungs(path: str, temps: np.ndarray) -> Optional[Dict[tuple, float]]:
+    """``{(step, walker): T_K}`` from a parallel-tempering run's ``walkers.csv`` (a column per rung, named as
+    its T<K>.dcd); None when there is no such file or it cannot be read."""
+    import csv
 
-    # free-energy surface
-    fes = result["fes"]
-    fig = Figure(figsize=(6.5, 5))
-    ax = fig.subplots()
-    f = np.ma.masked_invalid(np.asarray(fes["free_energy_kJ_mol"], dtype=float))
-    pm = ax.pcolormesh(fes["rmsd_edges_nm"], fes["rg_edges_nm"], f.T, cmap="magma_r", shading="flat")
-    fig.colorbar(pm, ax=ax, label="F (kJ/mol)")
-    ax.set_xlabel("backbone RMSD (nm)")
-    ax.set_ylabel("radius of gyration (nm)")
-    ax.set_title(f"F = -kT ln p, T = {result['temperature_K']:g} K", fontsize="medium")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "fes.png"), dpi=100)
+    from .ensemble.ladder import rung_name
+
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            table = list(csv.reader(f))
+        header = table[0]
+        columns = {header.index(rung_name(t)): float(t) for t in temps if rung_name(t) in header}
+        at = {}
+        for row in table[1:]:
+            if len(row) != len(header):
+                continue                      # a partial last row (a run cut short)
+            for c, t in columns.items():
+                at[(int(row[0]), int(row[c]))] = t
+    except (OSError, UnicodeDecodeError, IndexError, ValueError, csv.Error):
+        return None
+    return at
+
+
+def too_little_data(records: Sequence[Dict[str, object]], key: str, logs: Dict[object, Dict[str, np.ndarray]],
+                    pooled: bool, interval: int, stride: int) -> List[Dict[str, object]]:
+    """The figures whose data fall short of ``MIN_TRACE_POINTS`` ... ``MIN_FES_FRAMES``, and how much more they need.
+
+    Parameters
+    ----------
+    records : list of dict
+        One per replica (``key="replica"``) or per temperature (``key="temperature_K"``), with ``"frames"``.
+    key : {"replica", "temperature_K"}
+    logs : dict {replica or temperature: log columns}
+        The log.csv rows behind the energy traces.
+    pooled : bool
+        The contact map and F pool every record's frames (replicas of one temperature), rather than one each
+        (the temperatures of a tempering run).
+    interval : int
+        Steps per report (a frame per record and a log row); 0 when unknown.
+    stride : int
+        ``--stride``: every stride-th frame is analysed (log rows are not thinned).
+
+    Returns
+    -------
+    list of dict
+        Per shortfall: ``figure``, ``quantity``, ``subjects`` (replica numbers or temperatures, K; None when
+        pooled), ``frames`` (the fewest), ``needed``, ``more_frames``, ``more_steps`` (None when the interval is
+        unknown) and ``message`` (one line).
+    """
+    out: List[Dict[str, object]] = []
+
+    def named(subjects) -> str:
+        if key == "replica":
+            return ("replica " if len(subjects) == 1 else "replicas ") + ", ".join(str(r) for r in subjects)
+        return ", ".join(f"{t:.1f}" for t in subjects) + " K"
+
+    def add(figure, quantity, counts, need, per_report=1, unit="frames", thinned=True):
+        short = {k: int(n) for k, n in counts.items() if n < need}
+        if not short:
+            return
+        have = min(short.values())
+        more = need - have
+        reports = -(-more * (stride if thinned else 1) // per_report)
+        steps = reports * interval if interval > 0 else None
+        if None in short:
+            what = f"{quantity} from {have} {unit}" + (f" ({len(records)} replicas pooled)" if len(records) > 1 else "")
+        else:
+            spread = (f"{have} {unit}" + (" each" if len(short) > 1 else "") if len(set(short.values())) == 1
+                      else f"{have}-{max(short.values())} {unit}")
+            what = f"{quantity} of {named(list(short))} from {spread}"
+        how = (f"about {steps} more steps at the report interval of {interval}" if steps is not None
+               else f"{reports} more reports")
+        how += ", or a smaller --report-interval" + (f" or --stride (now {stride})" if thinned and stride > 1 else "")
+        out.append({"figure": figure, "quantity": quantity, "subjects": None if None in short else list(short),
+                    "frames": have, "needed": int(need), "more_frames": more, "more_steps": steps,
+                    "message": f"too little data for {figure}: {what}; at least {need} are needed "
+                               f"({more} more: {how})"})
+
+    frames = {rec[key]: rec["frames"] for rec in records}
+    add("energy.png", "the energy and temperature traces", {k: len(v["step"]) for k, v in logs.items()},
+        MIN_TRACE_POINTS, unit="log rows", thinned=False)
+    add("structure.png", "the RMSD, Rg and Q traces", frames, MIN_TRACE_POINTS, unit="points")
+    add("structure.png", "the RMSF", frames, MIN_RMSF_FRAMES)
+    maps = {None: sum(frames.values())} if pooled else frames
+    per_report = len(records) if pooled else 1
+    add("contacts.png", "the contact map", maps, MIN_CONTACT_FRAMES, per_report)
+    add("fes.png", "F(RMSD, Rg)", maps, MIN_FES_FRAMES, per_report)
+    return out

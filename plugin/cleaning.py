@@ -80,8 +80,11 @@ class CleanedStructure:
         return cls(text=read_pdb_file(Path(path)), source=str(path))
 
     def write(self, path: str) -> str:
-        """Write the cleaned structure to ``path`` (its folder must exist); return ``path``."""
-        with open(path, "w") as f:
+        """Write the cleaned structure to ``path`` (its folder must exist; atomic, a failed write raises
+        :class:`~flashschnet.errors.OutputError`); return ``path``."""
+        from ..atomic import atomic_write
+
+        with atomic_write(path, "w", what="writing the cleaned structure") as f:
             f.write(self.text)
         return path
 

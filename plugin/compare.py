@@ -43,7 +43,7 @@ class CompareSettings:
     martini_ns: float = 1.0
     flashschnet_ns: float = 0.01
     replicas: int = 8
-    frames: int = 50                     # trajectory frames per run
+    frames: int = 50                     # trajectory frames per run after the starting one (step 0)
     platform: str = "CPU"
     seed: int = 1
     threads: Optional[int] = None
@@ -85,7 +85,8 @@ def analyse_martini(run_dir: str) -> Dict[str, object]:
     native = pdb_positions(cg, backbone_beads(cg.topology, "BB"))
     cfg = rd.run_json()
     return {"frames": rd.frames(0, rd.backbone())[None], "native": native, "dt_fs": cfg["dt_fs"],
-            "interval": cfg["report_interval"], "replicas": 1, "particles": rd.topology().n_atoms,
+            "interval": cfg["report_interval"], "first_step": rd.header(0).first_step, "replicas": 1,
+            "particles": rd.topology().n_atoms,
             "protein_beads": cg.n_atoms, "salt_molar": cfg["salt_molar"], "go": bool(cfg.get("go", False)),
             "elastic": bool(cfg.get("elastic", True)),
             "speed": log_speed(rd.log_path, cfg["dt_fs"])}
@@ -99,7 +100,8 @@ def analyse_flashschnet(run_dir: str) -> Dict[str, object]:
     cfg = rd.run_json()
     n = rd.topology().n_atoms
     return {"frames": frames, "native": pdb_positions(rd.topology(), ca), "dt_fs": cfg["dt_fs"],
-            "interval": cfg["report_interval"], "replicas": len(rd.trajectories), "particles": n,
+            "interval": cfg["report_interval"], "first_step": rd.header(next(iter(rd.trajectories))).first_step,
+            "replicas": len(rd.trajectories), "particles": n,
             "protein_beads": n, "speed": log_speed(rd.log_path, cfg["dt_fs"])}
 
 
@@ -115,7 +117,8 @@ def summarise(run: Dict[str, object], ss: Optional[str] = None) -> Dict[str, obj
     m = structure_metrics(frames.reshape(R * T, -1, 3), native, ss)
     per = {k: m[k].reshape(R, T) for k in ("rmsd", "rg", "q", "ss_retention")}
     half = slice(T // 2, T)
-    times_ns = (np.arange(1, T + 1) * run["interval"] * run["dt_fs"] * 1e-6)
+    # frame k is step first + k * interval: first 0 (the starting state), or one interval in older run directories
+    times_ns = ((run.get("first_step", run["interval"]) + np.arange(T) * run["interval"]) * run["dt_fs"] * 1e-6)
     out = {"times_ns": times_ns.tolist(), "rmsf_nm": m["rmsf"].tolist(), "rg_native_nm": float(m["rg_native"]),
            "n_native_contacts": int(m["n_contacts"]), "ss_native": ss,
            "series": {k: v.mean(axis=0).tolist() for k, v in per.items()}}
@@ -250,6 +253,9 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
         for d in dirs.values():
             if not os.path.exists(os.path.join(d, "log.csv")):
                 raise InputError(f"{d}: no run to analyse; run without --analyse-only first")
+        from .runner import make_run_dir
+
+        make_run_dir(out)                  # the report goes there: a read-only --out is one line (exit 2) now
     else:
         for d in dirs.values():
             if os.path.exists(os.path.join(d, "run.json")):
@@ -314,9 +320,12 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
         run_data.pop("frames")
         run_data["native"] = np.asarray(run_data["native"]).tolist()
         result[name] = run_data
-    with open(os.path.join(out, "comparison.json"), "w") as f:
-        json.dump(result, f, indent=1)
-    with open(os.path.join(out, "comparison.md"), "w") as f:
-        f.write(markdown(result))
-    plot(result, os.path.join(out, "comparison.png"))
+    from ..atomic import staged_files
+
+    with staged_files(out, what="writing the comparison") as stage:    # all three files or none (OutputError)
+        with open(os.path.join(stage, "comparison.json"), "w") as f:
+            json.dump(result, f, indent=1)
+        with open(os.path.join(stage, "comparison.md"), "w") as f:
+            f.write(markdown(result))
+        plot(result, os.path.join(stage, "comparison.png"))
     return result

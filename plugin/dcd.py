@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, output_error
 
 AKMA_TIME_PS = 0.04888821            # the DCD header's time unit
 _CELL_BYTES = 56                     # 4 + 6 float64 + 4
@@ -150,7 +150,11 @@ class DCDWriter:
         from openmm.app.internal.unitcell import computeLengthsAndAngles
 
         self.path = path
-        self.file = open(path, "r+b" if append else "w+b")
+        self._failed = False                                # a write failed (and was reported)
+        try:
+            self.file = open(path, "r+b" if append else "w+b")
+        except OSError as exc:
+            raise output_error(exc, "opening the trajectory", path) from None
         try:
             app.DCDFile(self.file, topology, dt_ps, first_step, interval, append)
             f = self.file
@@ -160,8 +164,13 @@ class DCDWriter:
             f.seek(44)
             (dt,) = struct.unpack("<f", f.read(4))
             f.seek(0, os.SEEK_END)
+        except OSError as exc:
+            self._failed = True
+            self.close()
+            raise output_error(exc, "writing the trajectory", path) from None
         except BaseException:
-            self.file.close()
+            self._failed = True
+            self.close()
             raise
         self._steps = [first, every, dt]                    # first step, interval, time step, as in the file
         self._cell = b""
@@ -181,9 +190,20 @@ class DCDWriter:
         return b"".join(parts)
 
     def write(self, xyz_nm: np.ndarray) -> None:
-        """Append one frame (positions [N, 3], nm), then count it in the header."""
-        f, head = self.file, self._steps
+        """Append one frame (positions [N, 3], nm), then count it in the header.
+
+        A write that fails (a full disk, an I/O error) raises one :class:`~flashschnet.errors.OutputError` naming
+        the file; the header never counts the frame (a checkpoint's resume cuts the file back), and :meth:`close`
+        does not report the same failure again."""
         frame = self._frame(np.asarray(xyz_nm))
+        try:
+            self._append(frame)
+        except OSError as exc:
+            self._failed = True
+            raise output_error(exc, "writing the trajectory", self.path) from None
+
+    def _append(self, frame: bytes) -> None:
+        f, head = self.file, self._steps
         n = self.frames + 1
         f.seek(0, os.SEEK_END)
         f.write(frame)
@@ -213,12 +233,23 @@ class DCDWriter:
     def sync(self) -> None:
         """Flush and fsync (before a checkpoint that refers to the size)."""
         if not self.file.closed:
-            self.file.flush()
-            os.fsync(self.file.fileno())
+            try:
+                self.file.flush()
+                os.fsync(self.file.fileno())
+            except OSError as exc:
+                self._failed = True
+                raise output_error(exc, "writing the trajectory", self.path) from None
 
     def close(self) -> None:
+        """Close the file (idempotent). After a failed write (already reported) the bytes it left unwritten are
+        dropped silently: the file is closed all the same."""
         if not self.file.closed:
-            self.file.close()
+            try:
+                self.file.close()
+            except OSError as exc:
+                if not self._failed:
+                    self._failed = True
+                    raise output_error(exc, "writing the trajectory", self.path) from None
 
 
 def truncate_dcd(path: str, nbytes: int, nframes: int) -> None:
@@ -231,11 +262,14 @@ def truncate_dcd(path: str, nbytes: int, nframes: int) -> None:
         raise InputError(f"{path}: {'missing' if size < 0 else f'holds {size} bytes'}, but the checkpoint "
                          f"counts {nbytes} bytes ({nframes} frames) in it; the trajectory lost data the checkpoint "
                          "relies on; start a new run")
-    with open(path, "r+b") as f:
-        f.truncate(nbytes)
-        f.seek(8)
-        f.write(struct.pack("<i", nframes))
-        f.seek(12)
-        first, interval = struct.unpack("<ii", f.read(8))
-        f.seek(20)
-        f.write(struct.pack("<i", first + max(nframes - 1, 0) * interval))
+    try:
+        with open(path, "r+b") as f:
+            f.truncate(nbytes)
+            f.seek(8)
+            f.write(struct.pack("<i", nframes))
+            f.seek(12)
+            first, interval = struct.unpack("<ii", f.read(8))
+            f.seek(20)
+            f.write(struct.pack("<i", first + max(nframes - 1, 0) * interval))
+    except OSError as exc:        # nothing is lost: the checkpoint's bytes are in the file, the next resume cuts again
+        raise output_error(exc, "cutting back (to the checkpoint) the trajectory", path) from None

@@ -24,7 +24,8 @@ def reference_md(pdb: str, out: str, frames: int, interval: int = 500, temperatu
     """Run Langevin MD of the protein in ``pdb`` and write ``frames`` frames, ``interval`` steps apart, to ``out``.
 
     Water and ions in the PDB are removed (GBn2 implicit solvent); missing hydrogens are added (pH 7). Returns
-    ``out``. Raises :class:`InputError` when amber14 cannot parameterise the structure (e.g. a ligand), for
+    the file written: ``out``, with ``.npz`` added when it lacks it (atomic: a full disk leaves no partial file and
+    raises :class:`~flashschnet.errors.OutputError`). Raises :class:`InputError` when amber14 cannot parameterise the structure (e.g. a ligand), for
     settings out of range, and when the frames cannot be held in the memory available.
     """
     from ..limits import check_finite, check_fits_in_memory, check_seed
@@ -96,8 +97,12 @@ def reference_md(pdb: str, out: str, frames: int, interval: int = 500, temperatu
     finally:
         if bar is not None:
             bar.close()
-    np.savez_compressed(out, positions_nm=pos, forces_kj_mol_nm=frc,
-                        atoms=np.array(atoms, dtype=object).astype(str), bonds=bonds, temperature_K=temperature_K,
-                        dt_fs=dt_fs, interval=interval, seed=seed)
+    from ..atomic import atomic_write
+
+    out = out if str(out).endswith(".npz") else f"{out}.npz"      # the name np.savez_compressed(path) gives it
+    with atomic_write(out, "wb", what="writing the reference data") as f:   # no truncated .npz on a full disk
+        np.savez_compressed(f, positions_nm=pos, forces_kj_mol_nm=frc,
+                            atoms=np.array(atoms, dtype=object).astype(str), bonds=bonds, temperature_K=temperature_K,
+                            dt_fs=dt_fs, interval=interval, seed=seed)
     echo(f"note: {frames} frames of {len(atoms)} atoms ({frames * interval * dt_fs * 1e-6:.4g} ns) in {out}")
     return out

@@ -8,6 +8,10 @@ Two kinds are understood:
   included), ``trajectory.dcd``, ``log.csv``, ``run.json``, ``system/cg.pdb`` (martinize2's protein); the
   backbone is the ``BB`` bead of each residue.
 
+A parallel-tempering run (``flashschnet-simulate --temperatures``) is of the first kind; its walkers'
+``replica_WWW.dcd`` each visit many temperatures, and :meth:`RunDir.ladder` names its per-temperature files
+(``T300.0.dcd`` ..., demultiplexed at the end of the run).
+
 PDB files are read with mdtraj, DCD files with :func:`flashschnet.openmm.dcd.read_dcd` (the frames the
 header counts that are complete). Bad input raises :class:`~flashschnet.errors.InputError` (one line: the
 file and what to do).
@@ -27,6 +31,8 @@ from ..errors import InputError
 from .dcd import DCDHeader, read_dcd, read_header
 
 BACKBONE_BEAD = {"flashschnet": "CA", "martini": "BB"}
+#: a parallel-tempering run's per-temperature trajectory (:func:`flashschnet.openmm.ensemble.ladder.rung_name`)
+RUNG_FILE = re.compile(r"T(\d+\.\d)\.dcd")
 LOG_COLUMNS = ("step", "replica", "potential_energy_kJ_mol", "temperature_K")
 
 
@@ -183,6 +189,45 @@ class RunDir:
             return None
         with open(self.file("run.json")) as f:
             return json.load(f)
+
+    def ladder(self) -> Optional[Dict[float, str]]:
+        """The per-temperature trajectories of a parallel-tempering run, ``{T_K: path of T<K>.dcd}`` in ladder
+        order; None for any other run.
+
+        The ladder is run.json's ``temperatures`` (exact kelvin; the ``temperature_K`` that old run.json files
+        of such runs carry as well is not the run's temperature and is ignored). Without a readable run.json,
+        the ``T<K>.dcd`` files in the directory (kelvin to 0.1 K, from their names). Raises
+        :class:`InputError` when run.json's ladder is unreadable or one of its files is missing (a run killed
+        before it wrote them).
+        """
+        if self.kind != "flashschnet":
+            return None
+        from .ensemble.ladder import check_ladder, parse_temperatures, rung_name
+
+        try:
+            cfg = self.run_json() or {}
+        except (OSError, ValueError):
+            cfg = {}
+        text = cfg.get("temperatures") if isinstance(cfg, dict) else None
+        if not text:
+            found = {}
+            for p in glob.glob(os.path.join(self.path, "T*.dcd")):
+                m = RUNG_FILE.fullmatch(os.path.basename(p))
+                if m:
+                    found[float(m.group(1))] = p
+            return dict(sorted(found.items())) or None
+        try:
+            temps = check_ladder(text) if isinstance(text, list) else parse_temperatures(str(text))
+        except (InputError, TypeError, ValueError) as exc:
+            raise InputError(f"{self.file('run.json')}: unreadable \"temperatures\" {text!r} ({exc}); it should "
+                             "be the run.json flashschnet-simulate --temperatures wrote") from None
+        ladder = {t: self.file(rung_name(t) + ".dcd") for t in temps}
+        for t, p in ladder.items():
+            if not os.path.isfile(p):
+                raise InputError(f"{p}: missing; a parallel-tempering run writes its per-temperature files when it "
+                                 "ends: finish it with flashschnet-simulate --resume (until then replica_WWW.dcd "
+                                 "and walkers.csv hold the frames)")
+        return ladder
 
     def header(self, replica: int) -> DCDHeader:
         return read_header(self.trajectories[replica])

@@ -51,7 +51,8 @@ from ..transforms import apply_compression, apply_variant, describe, describe_co
 from .cleaning import CLEANED_NAME, CleanedStructure, clean_pdb
 from .energies import ReplicaEnergies
 from .force import OpenMMNetwork, network_module
-from .runner import MDJob, RunResult, check_run_settings, open_run_dir, run_dir, run_job
+from .runner import MDJob, RunResult, check_run_settings, open_run_dir, resumed_step, run_dir, run_job
+from .runner.resume import record_files
 from .system import NO_PRIORS_NOTE, build_system, replica_positions_nm
 from .topology import cg_topology, write_cg_pdb
 
@@ -60,6 +61,17 @@ _FIXED_ON_RESUME = ("pdb", "model", "replicas", "dt_fs", "temperature_K", "frict
                     "checkpoint_interval", "mapping", "platform", "precision", "priors", "backend", "seed", "quantize",
                     "on_blowup", "matmul", "compress", "compress_knots", "temperatures", "exchange_interval", "blocks")
 
+#: input files recorded in run.json by content (:mod:`flashschnet.openmm.runner.resume`); a resumed run reads the
+#: model and a priors file again, and maps its own cleaned.pdb (the PDB is compared only when given)
+_FILES = {"pdb": (), "model": (), "priors": ()}
+_NEEDED_ON_RESUME = ("model", "priors")
+
+#: command-line spellings of the settings (messages)
+OPTIONS = {"pdb": "PDB", "dt_fs": "--dt", "temperature_K": "--temperature", "friction_per_ps": "--friction"}
+
+#: the temperature of a run given none (K)
+DEFAULT_TEMPERATURE_K = 300.0
+
 #: run.json files written before a setting existed resume with its default
 _DEFAULTS_OF_NEWER_KEYS = {"quantize": "none", "on_blowup": "stop", "matmul": "auto", "compress": "none",
                            "compress_knots": None, "temperatures": None, "exchange_interval": 500, "blocks": None}
@@ -67,20 +79,24 @@ _DEFAULTS_OF_NEWER_KEYS = {"quantize": "none", "on_blowup": "stop", "matmul": "a
 
 @dataclass
 class RunSettings:
-    """Everything that defines a run (units in the names: fs, K, 1/ps)."""
+    """Everything that defines a run (units in the names: fs, K, 1/ps).
 
-    pdb: str
-    model: str
+    ``pdb``, ``model`` and ``steps`` may be None for a resumed run (taken from its run.json);
+    ``temperature_K`` None means :data:`DEFAULT_TEMPERATURE_K` (parallel tempering: the ladder instead).
+    """
+
+    pdb: Optional[str]
+    model: Optional[str]
     out: str
-    steps: int
+    steps: Optional[int]
     replicas: int = 1
     platform: str = "CPU"
     seed: Optional[int] = None
     dt_fs: float = 4.0
-    temperature_K: float = 300.0
+    temperature_K: Optional[float] = None          # default DEFAULT_TEMPERATURE_K; not with temperatures
     friction_per_ps: float = 1.0
-    report_interval: int = 1000
-    checkpoint_interval: Optional[int] = None      # default: 10 report intervals
+    report_interval: Optional[int] = None          # default: steps // 100 (runner.default_report_interval)
+    checkpoint_interval: Optional[int] = None      # default: 10 report intervals, <= 10000 steps where possible
     mapping: Optional[str] = None                  # default: the model's
     priors: Optional[str] = None                   # a prior file overriding the model's priors
     precision: str = "single"                      # network dtype: single | double
@@ -116,6 +132,10 @@ class RunSettings:
         return [float(self.temperature_K)] * int(self.replicas)
 
     def validate(self) -> None:
+        """Check the settings (one-line :class:`InputError` naming the option); fill in the defaults that depend on
+        others (``temperature_K``, ``report_interval``, ``checkpoint_interval``)."""
+        if self.temperature_K is None and not self.temperatures:
+            self.temperature_K = DEFAULT_TEMPERATURE_K
         check_run_settings(self, max_dt_fs=50.0)
         if self.replicas < 1:
             raise InputError(f"--replicas must be >= 1, got {self.replicas}")
@@ -202,22 +222,45 @@ def _one_torchscript_plan(fn):
 
 @_one_torchscript_plan
 def run(settings: RunSettings, resume: bool = False, progress: bool = True,
-        echo: Callable[[str], None] = print, reporters: Sequence = ()) -> RunResult:
+        echo: Callable[[str], None] = print, reporters: Sequence = (),
+        given: Optional[Sequence[str]] = None) -> RunResult:
     """Run (or resume) a CG simulation; see the module docstring for the outputs.
 
     ``reporters``: more OpenMM reporters, called after the built-in ones (so only with states the health
     check passed), e.g. to sample memory use.
+
+    ``given``: the settings the caller chose (the command line's options); a resumed run takes the others from
+    its run.json, checks the given ones that fix the run against it, and compares the model, the PDB and a
+    priors file by content (:mod:`~flashschnet.openmm.runner.resume`). Default: every setting that is not None.
+    A resume of a run already at ``steps`` (or beyond) changes nothing and returns ``nothing_to_do=True``.
 
     Raises :class:`InputError` for bad input and :class:`SimulationInstabilityError` (after keeping the last
     good checkpoint) when the simulation blows up.
     """
     s = settings
     out = run_dir(s.out)
-    for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME,
-                                   inherit=("checkpoint_interval", "seed", "mapping", "blocks"),
-                                   defaults=_DEFAULTS_OF_NEWER_KEYS).items():
+    given = set(given) if given is not None else {k for k, v in asdict(s).items() if v is not None}
+    if s.temperatures and "temperature_K" in given:
+        raise InputError(f"--temperature {s.temperature_K:g} with --temperatures: parallel tempering runs each walker "
+                         "at its rung of the ladder; leave --temperature out")
+    for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, given=given, files=_FILES,
+                                   needed=_NEEDED_ON_RESUME, defaults=_DEFAULTS_OF_NEWER_KEYS, options=OPTIONS).items():
         setattr(s, key, value)
+    if s.temperatures:
+        s.temperature_K = None                   # the ladder's (run.json files of older versions said 300)
+    if not resume and (s.pdb is None or s.model is None or s.steps is None):
+        missing = [name for name, v in (("the PDB file", s.pdb), ("--model", s.model), ("--steps", s.steps))
+                   if v is None]
+        raise InputError(f"give {' and '.join(missing)} for a new run (or --resume --out DIR to continue the run "
+                         "in DIR with its own settings)")
     s.validate()
+    if resume:
+        at = resumed_step(out)
+        if at >= s.steps:
+            if s.temperatures:
+                _finish_rung_files(s, out, echo)
+            return RunResult(out=out, steps_done=at, replicas=len(s.ladder()), n_beads=0,
+                             ns_per_day_per_replica=float("nan"), nothing_to_do=True, steps_target=s.steps)
     if s.seed is None:
         s.seed = random.SystemRandom().randrange(1, 2**31 - 1)
     if s.threads:
@@ -245,10 +288,32 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     return result
 
 
+def _finish_rung_files(s: RunSettings, out: str, echo: Callable[[str], None]) -> None:
+    """A tempering run at its step count whose per-temperature files (``T<K>.dcd``) are missing or older than
+    ``walkers.csv`` (the run stopped, e.g. on a full disk, after its last checkpoint but before it demultiplexed):
+    write them now from the walker files, as the end of the run would have."""
+    from .ensemble.demux import demultiplex, rung_trajectory
+
+    temps = s.ladder()
+    log = os.path.join(out, "walkers.csv")
+    if not os.path.exists(log):
+        return
+    stale = [t for t in temps if not os.path.exists(rung_trajectory(out, t))
+             or os.path.getmtime(rung_trajectory(out, t)) < os.path.getmtime(log)]
+    if not stale:
+        return
+    structure = run_structure(s, out, resume=True)
+    mol = map_pdb_text(structure.text, source=structure.source, mapping=s.mapping)
+    demultiplex(out, temps, s.report_interval, cg_topology(mol, replicas=1), s.dt_fs * 1e-3, len(temps))
+    echo(f"note: wrote the per-temperature trajectories ({len(temps)} T<K>.dcd files) the run had not finished")
+
+
 def _run_json(s: RunSettings) -> dict:
-    """What run.json records: the settings but those a resumed run may change (the step count, threads, where
-    the workers are)."""
-    return {k: v for k, v in asdict(s).items() if k not in ("out", "steps", "threads", "workers", "scheduler")}
+    """What run.json records: the settings (input files by absolute path and sha256, see
+    :mod:`~flashschnet.openmm.runner.resume`) but those that belong to one invocation (threads, where the workers
+    are); ``steps`` is the step count a resume goes on to unless given another."""
+    return record_files({k: v for k, v in asdict(s).items() if k not in ("out", "threads", "workers", "scheduler")},
+                        _FILES)
 
 
 @dataclass

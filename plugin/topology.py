@@ -193,5 +193,7 @@ def write_cg_pdb(mol: CGMolecule, path: Union[str, os.PathLike],
         if res.insertionCode and res.id.endswith(res.insertionCode):
             res.id = res.id[: -len(res.insertionCode)]
     keep_ids = all(len(r.id) <= 4 for r in top.residues()) and all(len(c.id) == 1 for c in top.chains())
-    with open(path, "w") as fh:
+    from ..atomic import atomic_write
+
+    with atomic_write(path, "w", what="writing the topology") as fh:     # OutputError when it cannot be written
         app.PDBFile.writeFile(top, unit.Quantity(pos, unit.angstrom), fh, keepIds=keep_ids)

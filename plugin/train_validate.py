@@ -15,6 +15,7 @@ from typing import Callable, Dict, Optional
 import numpy as np
 import torch
 
+from ..atomic import atomic_write
 from ..cg import map_pdb
 from ..checkpoint import load_model
 from ..errors import InputError
@@ -70,7 +71,8 @@ def validate(pdb: str, model_path: str, reference: str, out: str, steps: int, re
                              platform=platform, seed=seed, temperature_K=ref.temperature_K, dt_fs=dt_fs,
                              report_interval=report_interval, threads=threads), progress=progress, echo=echo)
     rd = RunDir(run_dir)
-    frames = np.concatenate([rd.frames(r) for r in rd.trajectories]) * 10.0
+    # the model's samples: each replica's frames but the starting structure (step 0, the PDB's, not a sample)
+    frames = np.concatenate([rd.frames(r)[1 if rd.header(r).first_step == 0 else 0:] for r in rd.trajectories]) * 10.0
     fr, fc = features(mol, ref.positions), features(mol, frames)
     edges = {"bond": np.linspace(0.1, 0.2, 61), "angle": np.linspace(60, 180, 61),
              "phi": np.linspace(-180, 180, 37), "psi": np.linspace(-180, 180, 37)}
@@ -80,7 +82,7 @@ def validate(pdb: str, model_path: str, reference: str, out: str, steps: int, re
                "overlap": {k: _overlap(fr[k], fc[k], e) for k, e in edges.items()},
                "mean_rmsd_nm": {"reference": float(fr["rmsd"].mean()), "cg": float(fc["rmsd"].mean())},
                "mean_rg_nm": {"reference": float(fr["rg"].mean()), "cg": float(fc["rg"].mean())}}
-    with open(os.path.join(out, "validation.json"), "w") as f:
+    with atomic_write(os.path.join(out, "validation.json"), "w", what="writing the validation summary") as f:
         json.dump(summary, f, indent=1)
     _plot(fr, fc, edges, ref.temperature_K, os.path.join(out, "validation.png"))
     return summary
@@ -114,5 +116,8 @@ def _plot(fr, fc, edges, temperature_K: float, path: str) -> None:
         ax.set_ylabel("radius of gyration (nm)")
         ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        with atomic_write(path, "wb", what="writing the figure") as f:      # no truncated PNG on a full disk
+            fig.savefig(f, format="png", dpi=110)
+    finally:
+        plt.close(fig)

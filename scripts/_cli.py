@@ -111,26 +111,47 @@ def _writable_dir(directory: str, what: str) -> None:
         raise InputError(f"{what}: {directory} is not writable")
 
 
-def add_run_arguments(p: argparse.ArgumentParser, dt_fs: float, report_interval: int, seed_help: str,
+def add_run_arguments(p: argparse.ArgumentParser, dt_fs: float, seed_help: str,
                       threads_help: str) -> None:
-    """The options every simulation command shares (OpenMM units: fs, K, 1/ps; kJ/mol/nm)."""
-    p.add_argument("--steps", type=int, required=True, help="total number of integration steps")
+    """The options every simulation command shares (OpenMM units: fs, K, 1/ps; kJ/mol/nm). Every option that is a
+    setting of the run defaults to None: given or not is what ``--resume`` needs to know (a resumed run takes the
+    settings it is not given from its run.json); the defaults named in the help apply to a new run."""
+    p.add_argument("--steps", type=int, default=None,
+                   help="total number of integration steps (with --resume: default the run's own)")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--platform", default="CPU", help="OpenMM platform: Reference, CPU, CUDA, OpenCL (default CPU)")
+    p.add_argument("--platform", default=None, help="OpenMM platform: Reference, CPU, CUDA, OpenCL (default CPU)")
     p.add_argument("--seed", type=int, default=None, help=seed_help + " (1 to 2147483647; default: a random one, "
                                                                     "recorded in run.json)")
-    p.add_argument("--dt", type=float, default=dt_fs, help=f"time step in fs (default {dt_fs:g})")
-    p.add_argument("--temperature", type=float, default=300.0, help="temperature in K (default 300)")
-    p.add_argument("--friction", type=float, default=1.0, help="Langevin friction in 1/ps (default 1)")
-    p.add_argument("--report-interval", type=int, default=report_interval,
-                   help=f"steps between frames/log rows, at most 2147483647 (default {report_interval})")
+    p.add_argument("--dt", type=float, default=None, help=f"time step in fs (default {dt_fs:g})")
+    p.add_argument("--temperature", type=float, default=None, help="temperature in K (default 300)")
+    p.add_argument("--friction", type=float, default=None, help="Langevin friction in 1/ps (default 1)")
+    p.add_argument("--report-interval", type=int, default=None,
+                   help="steps between frames/log rows (step 0, the starting state, is the first), at most "
+                        "2147483647 (default: --steps // 100, about 100 frames; a divisor of --checkpoint-interval "
+                        "when that is given)")
     p.add_argument("--checkpoint-interval", type=int, default=None,
-                   help="steps between checkpoints, a multiple of --report-interval (default 10 report intervals)")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+                   help="steps between checkpoints, a multiple of --report-interval (default 10 report intervals, at most "
+                        "10000 steps apart where the report interval allows)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out from its last checkpoint, with the settings in its run.json (the "
+                        "input files are found by content: a moved model is fine, a different one is refused); "
+                        "options given must agree with them, --steps may extend the run")
     p.add_argument("--threads", type=int, default=None, help=threads_help + " (1 to 1024)")
-    p.add_argument("--max-force", type=float, default=1.0e5,
+    p.add_argument("--max-force", type=float, default=None,
                    help="stop when a force component exceeds this, kJ/mol/nm (default 1e5)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def given_settings(args: argparse.Namespace, names: dict) -> dict:
+    """The run settings the command line gave: ``{setting: value}`` for each ``{option dest: setting}`` of
+    ``names`` whose value is not None (the run's own settings fill the rest; see :func:`add_run_arguments`)."""
+    return {setting: getattr(args, dest) for dest, setting in names.items() if getattr(args, dest) is not None}
+
+
+#: the options of :func:`add_run_arguments` that are run settings (option dest -> setting name)
+RUN_OPTIONS = {"steps": "steps", "platform": "platform", "seed": "seed", "dt": "dt_fs", "temperature": "temperature_K",
+               "friction": "friction_per_ps", "report_interval": "report_interval",
+               "checkpoint_interval": "checkpoint_interval", "threads": "threads", "max_force": "max_force"}
 
 
 #: optional dependency (import name) -> the extra of setup.py that installs it (``pip install 'flashschnet[X]'``);
@@ -156,14 +177,80 @@ def require_extras(*modules: str) -> None:
             raise InputError(missing_extra_message(module))
 
 
-def finish(prog: str, job, summary) -> int:
+#: the exit statuses of an output that could not be written (flashschnet.errors.os_error_status), for help texts
+WRITE_FAILURE_STATUSES = ("5 an output could not be written: no space left (ENOSPC, EDQUOT, EFBIG); 6 not allowed to "
+                          "write it (EROFS, EACCES, EPERM); 7 another I/O error (EIO, ...) -- one line naming the file "
+                          "and what to do")
+
+
+def exit_statuses(*others: str) -> str:
+    """A help epilog listing a command's exit statuses: 0, 2, ``others`` (e.g. ``"3 the simulation blew up"``),
+    then :data:`WRITE_FAILURE_STATUSES`."""
+    return "Exit status: " + "; ".join(("0 done", "2 bad input (one line naming the file or option)", *others,
+                                        WRITE_FAILURE_STATUSES)) + "."
+
+
+def _checkpoint_step(run_dir: str):
+    """The step of ``run_dir/checkpoint.chk``, or None when there is no readable one."""
+    import os
+
+    try:
+        from flashschnet.openmm.reporters.checkpoint import read_checkpoint
+
+        meta, _ = read_checkpoint(os.path.join(run_dir, "checkpoint.chk"))
+        return int(meta["step"])
+    except (ImportError, OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_failure(exc: BaseException, run_dir=None, then: str = "then run the command again"):
+    """``(exit status, one line)`` for an OSError (or an exception an OSError caused, see
+    :func:`flashschnet.errors.find_os_error`), or None when ``exc`` is not one.
+
+    The line says what failed (an :class:`~flashschnet.errors.OutputError` names the output), the file, the OS's
+    reason and what to do. ``run_dir``: the run directory of a simulation command; the line then adds where the
+    run stands: the last good checkpoint (its step) is kept and ``--resume`` continues once the cause is gone,
+    or, without a checkpoint yet, that the run must start again; otherwise it ends with ``then``."""
+    import errno
+    import os
+
+    from flashschnet.errors import OutputError, find_os_error, os_error_fix, os_error_status
+
+    failure = find_os_error(exc)
+    if failure is None:
+        return None
+    if isinstance(failure, OutputError):
+        line = str(failure)
+    else:
+        code = errno.errorcode.get(failure.errno) if failure.errno is not None else None
+        reason = failure.strerror or (str(failure).splitlines()[0] if str(failure) else type(failure).__name__)
+        files = " -> ".join(str(f) for f in (failure.filename, failure.filename2) if f is not None)
+        line = f"{files + ': ' if files else ''}{reason}{f' ({code})' if code else ''}; {os_error_fix(failure.errno)}"
+    if run_dir is not None:
+        step = _checkpoint_step(run_dir)
+        if step is not None:
+            line += f"; then continue with --resume: the last good checkpoint (step {step}) is kept"
+        elif os.path.exists(os.path.join(run_dir, "run.json")):
+            line += (f"; no checkpoint was written yet: then remove {run_dir} (or choose another --out) and start "
+                     "again")
+        else:
+            line += f"; {then}"
+    else:
+        line += f"; {then}"
+    return os_error_status(failure.errno), line
+
+
+def finish(prog: str, job, summary, run_dir=None, then: str = "then run the command again") -> int:
     """Run ``job(echo)`` and turn its outcome into an exit status, printing on stderr.
 
     0: done (``summary(result)`` is printed); 2: bad input (:class:`InputError`, one line, no traceback) or a
     missing optional dependency (one line naming the extra to install, see :data:`EXTRAS`);
     3: the simulation blew up (:class:`SimulationInstabilityError`; the last good checkpoint is kept);
     4: the Dask cluster of an ensemble cannot go on (:class:`ClusterError`: no worker left, the scheduler gone;
-    the last checkpoint is kept); 130: interrupted.
+    the last checkpoint is kept); 5, 6, 7: an output could not be written (an :class:`OutputError` or any other
+    OSError, also one that caused another exception: no space left, not allowed to write, another I/O error; one
+    line, see :func:`write_failure`; ``run_dir``: the run directory of a simulation command, whose checkpoint the
+    line names; ``then``: how to go on otherwise); 130: interrupted.
     """
     import sys
 
@@ -191,5 +278,11 @@ def finish(prog: str, job, summary) -> int:
     except KeyboardInterrupt:
         err("interrupted; continue with --resume (the last checkpoint is kept)")
         return 130
+    except Exception as exc:          # an OSError, or an exception one caused: one line, no traceback
+        failed = write_failure(exc, run_dir, then)
+        if failed is None:
+            raise
+        err(f"error: {failed[1]}")
+        return failed[0]
     err(summary(result))
     return 0

@@ -4,8 +4,13 @@
                         [--bins B] [--force] [--quiet]
 
 RUN_DIR is the --out of flashschnet-simulate (topology.pdb, replica_NNN.dcd, log.csv) or of flashschnet-martini
-(topology.pdb, trajectory.dcd, log.csv). Writes report.md, report.json and PNG figures into --out (default
-RUN_DIR/analysis). Exit status: 0 done, 2 bad input (one-line message naming the file and what to do).
+(topology.pdb, trajectory.dcd, log.csv). A parallel-tempering run (--temperatures) is analysed per temperature
+from its T<K>.dcd files, each with its own kT (--temperature and --replicas are refused there). Writes report.md,
+report.json and PNG figures into --out (default RUN_DIR/analysis); a figure with too little data to mean anything
+gets a "warning:" line saying how much more it needs. Exit status: 0 done, 2 bad input (one-line message naming
+the file and what to do; also a --out that cannot be created or written); 5, 6, 7 the report could not be written:
+5 no space left, 6 not allowed to write, 7 another I/O error (one line naming the file; the report is written whole
+or not at all, so a previous report stays complete and no truncated figure is left).
 """
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from ._cli import finish, float_type, int_type, require_extras
+from ._cli import exit_statuses, finish, float_type, int_type, require_extras
 
 #: a frame stride (a positive C int) and free-energy bins per axis (a 1000 x 1000 histogram at most)
 COUNT = int_type(1, 2**31 - 1)
@@ -34,10 +39,13 @@ def replica_list(text: str) -> List[int]:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="flashschnet-analyze",
+        epilog=exit_statuses(),
         description="Analyse a run directory of flashschnet-simulate or flashschnet-martini: potential energy and "
                     "temperature traces, backbone RMSD (Kabsch) to a reference, radius of gyration, per-residue "
                     "RMSF, fraction of native contacts Q, a contact map and a free-energy surface F(RMSD, Rg), "
-                    "one bead per residue (CA, or MARTINI's BB). Writes report.md, report.json and PNG figures.",
+                    "one bead per residue (CA, or MARTINI's BB). A parallel-tempering run (--temperatures) is "
+                    "analysed per temperature from its T<K>.dcd files, each with its own kT. Writes report.md, "
+                    "report.json and PNG figures, and warns when a figure has too little data to mean anything.",
     )
     p.add_argument("run_dir", metavar="RUN_DIR", help="the --out directory of flashschnet-simulate or -martini")
     p.add_argument("--out", default=None, help="report directory (default RUN_DIR/analysis)")
@@ -45,9 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="reference structure (PDB) for RMSD, Q and the native contact map (default: the run's "
                         "topology.pdb, its starting structure); CG beads of the same name, or an all-atom PDB's CA")
     p.add_argument("--temperature", type=float_type(0.0, low_open=True), default=None,
-                   help="temperature for F = -kT ln p, K (default: run.json's, else 300)")
+                   help="temperature for F = -kT ln p, K (default: run.json's, else 300); refused for a "
+                        "parallel-tempering run, whose temperatures each use their own kT")
     p.add_argument("--stride", type=COUNT, default=1, help="use every K-th frame (default 1)")
-    p.add_argument("--replicas", type=replica_list, default=None, help="replicas to analyse, e.g. 0,1 (default all)")
+    p.add_argument("--replicas", type=replica_list, default=None,
+                   help="replicas to analyse, e.g. 0,1 (default all); refused for a parallel-tempering run, which "
+                        "is analysed per temperature")
     p.add_argument("--bins", type=BINS, default=None,
                    help="free-energy surface bins per axis (default: from the number of frames, 5-50)")
     p.add_argument("--force", action="store_true", help="overwrite an existing report in --out")
@@ -68,12 +79,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         result = analyze(settings, progress=not args.quiet, echo=echo)
         for note in result["notes"]:
             echo(f"note: {note}")
+        for short in result["too_little_data"]:
+            echo(f"warning: {short['message']}")
         return result
 
     def summary(result) -> str:
-        rows = ", ".join(f"replica {r['replica']}: RMSD {r['summary']['rmsd_mean_nm']:.3f} nm"
-                         for r in result["replicas"][:4])
-        more = f" (+{len(result['replicas']) - 4} more)" if len(result["replicas"]) > 4 else ""
+        if "temperatures" in result:         # parallel tempering: per temperature, never per walker
+            recs = [(f"{r['temperature_K']:.1f} K", r) for r in result["temperatures"]]
+        else:
+            recs = [(f"replica {r['replica']}", r) for r in result["replicas"]]
+        rows = ", ".join(f"{name}: RMSD {r['summary']['rmsd_mean_nm']:.3f} nm" for name, r in recs[:4])
+        more = f" (+{len(recs) - 4} more)" if len(recs) > 4 else ""
         return f"done: {result['frames_total']} frames; {rows}{more}; report in {result['out']}/report.md (+ .json, .png)"
 
     return finish("flashschnet-analyze", job, summary)

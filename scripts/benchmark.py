@@ -18,6 +18,9 @@ configuration measured at a smaller R in this run) to exceed ``--max-memory-gb``
 such; one with no smaller measurement is skipped when even a lower bound of its memory
 (:data:`flashschnet.limits.MIN_BYTES_PER_BEAD` per bead) exceeds the memory available, so a huge R cannot take
 the machine down. Ratios, the table and the JSON: :mod:`flashschnet.openmm.benchmark.report`.
+
+Exit status: 0 done, 2 bad input (one line, no JSON written); 5, 6, 7 the JSON could not be written (5 no space
+left, 6 not allowed to write, 7 another I/O error; one line naming the file; no partial JSON, no ``.tmp``).
 """
 from __future__ import annotations
 
@@ -29,7 +32,8 @@ from typing import Any, Dict, List, Optional
 
 from flashschnet.names import COMPRESSIONS, DEFAULT_KNOTS, MATMULS, NETWORK_FORCES, PRECISIONS, VARIANTS
 
-from ._cli import THREADS, backend_list, check_output_file, float_type, int_type, name_list
+from ._cli import (THREADS, backend_list, check_output_file, exit_statuses, float_type, int_type, name_list,
+                   write_failure)
 
 PROG = "flashschnet-benchmark"
 
@@ -59,6 +63,7 @@ def _compression_list(text: str) -> List[str]:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
+        epilog=exit_statuses(),
         description="Benchmark the CGSchNet backends (energy+forces per call, peak memory, ns/day) side by side, "
                     "each configuration in a fresh subprocess, and the packed-replica OpenMM throughput. "
                     "Prints a table and writes a JSON file.",
@@ -136,6 +141,10 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         with default_pdb() as pdb:
             return _benchmark(args, argv, pdb)
+    except OSError as exc:               # the JSON (or a temporary file) could not be written: one line, 5, 6 or 7
+        status, line = write_failure(exc)
+        print(f"{PROG}: error: {line}", file=sys.stderr, flush=True)
+        return status
     except FlashSchNetError as exc:      # bad input: one line, status 2, no JSON written
         print(f"{PROG}: error: {exc}", file=sys.stderr, flush=True)
         return 2

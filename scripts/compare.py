@@ -4,7 +4,9 @@
                         [--replicas 8] [--platform CPU] [--threads N] [--analyse-only]
 
 Writes OUT/martini/ and OUT/flashschnet/ (the two runs, as flashschnet-martini and flashschnet-simulate write
-them) and OUT/comparison.{md,json,png}. Exit status: 0 done, 2 bad input, 3 a simulation blew up.
+them) and OUT/comparison.{md,json,png}. Exit status: 0 done, 2 bad input, 3 a simulation blew up; 5, 6, 7 an
+output could not be written: 5 no space left, 6 not allowed to write, 7 another I/O error (one line naming the file;
+the comparison files are written all or none).
 """
 from __future__ import annotations
 
@@ -14,12 +16,13 @@ from typing import List, Optional
 
 from flashschnet.names import BACKENDS
 
-from ._cli import finish, require_extras
+from ._cli import exit_statuses, finish, require_extras
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="flashschnet-compare",
+        epilog=exit_statuses("3 a simulation blew up"),
         description="Run the same all-atom PDB as MARTINI 3 (flashschnet-martini, 20 fs) and with a FlashSchNet "
                     "model (flashschnet-simulate, 4 fs, packed replicas) on the same OpenMM platform, then compare "
                     "speed (ns/day) and structure (backbone RMSD, Rg, RMSF, native contacts Q, secondary-structure "
@@ -68,7 +71,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         return compare(settings, machine=cpu_model(), progress=not args.quiet, echo=echo)
 
-    return finish("flashschnet-compare", job, summary)
+    return finish("flashschnet-compare", job, summary,
+                  then="then run it again into an empty --out (or, when both runs finished, with --analyse-only)")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
     flashschnet-convert INPUT OUTPUT [--force]
 
 Exit status: 0 done, 2 bad input (one-line message: unreadable file, a class that is not part of an mlcg model,
-an unsupported term).
+an unsupported term, an OUTPUT folder that is missing or not writable); 5, 6, 7 OUTPUT could not be written: 5 no
+space left, 6 not allowed to write, 7 another I/O error (one line; OUTPUT is written whole or not at all).
 """
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ import os
 import sys
 from typing import List, Optional
 
-from ._cli import check_output_file, finish
+from ._cli import check_output_file, exit_statuses, finish
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="flashschnet-convert",
+        epilog=exit_statuses(),
         description="Convert a pickled mlcg model (a SumOut of a StandardSchNet and prior terms, as mlcg-combine_model "
                     "or mlcg.simulation write it) into a flashschnet checkpoint: network hyper-parameters and "
                     "weights, units (Angstrom, kcal/mol), CG mapping, and the priors (per-tuple for specialized "
@@ -37,18 +39,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     def job(echo):
         from flashschnet.checkpoint import write_checkpoint
         from flashschnet.convert import convert_mlcg
-        from flashschnet.errors import InputError
+        from flashschnet.errors import InputError, OutputError
 
         check_output_file(args.output, "OUTPUT")
         if os.path.exists(args.output) and not args.force:
             raise InputError(f"{args.output}: exists; choose another OUTPUT or pass --force")
         ckpt = convert_mlcg(args.input)
         try:
-            write_checkpoint(args.output, ckpt)
-        except (OSError, RuntimeError) as exc:     # torch.save reports a bad path as RuntimeError
-            if os.path.exists(args.output + ".tmp"):
-                os.remove(args.output + ".tmp")
-            raise InputError(f"{args.output}: cannot write it ({str(exc).splitlines()[0]}); choose another OUTPUT") from None
+            write_checkpoint(args.output, ckpt)    # atomic: no partial OUTPUT, no stale OUTPUT.tmp
+        except OutputError as exc:                 # exit 5, 6 or 7 (one line)
+            exc.option = "OUTPUT"
+            raise
         return ckpt
 
     def summary(ckpt) -> str:

@@ -14,9 +14,11 @@ Exit status (GPU results never change it; a machine without a GPU is healthy):
   0  the CPU path works: the CPU platform loads and a TorchForce evaluates on it (torch backend), equal to the
      PythonForce -- ``flashschnet-simulate`` runs with its defaults;
   1  the CPU path does not work: openmm missing or broken, no CPU platform, or no network force evaluates there;
-  2  bad command line (argparse), or ``--json`` cannot be written;
+  2  bad command line (argparse), or ``--json``'s folder is missing or not writable;
   3  only the fallback works: the TorchForce fails on the CPU platform, the PythonForce works
-     (``flashschnet-simulate --network-force python`` runs; slower).
+     (``flashschnet-simulate --network-force python`` runs; slower);
+  5, 6, 7  ``--json`` could not be written after the checks: 5 no space left, 6 not allowed to write, 7 another I/O
+     error (one line naming the file; no partial file is left).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import json
 import sys
 from typing import Any, Dict, List, Optional
 
-from ._cli import check_output_file, float_type
+from ._cli import check_output_file, float_type, write_failure
 
 PROG = "flashschnet-doctor"
 
@@ -39,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "failures, TorchForce and PythonForce on each platform, the backends on each device) and say "
                     "in one line per problem what to run.",
         epilog="Exit status: 0 the CPU path works (TorchForce on the CPU platform); 1 it does not; 2 bad command "
-               "line; 3 only the PythonForce fallback works on CPU (use --network-force python). GPU problems are "
+               "line; 3 only the PythonForce fallback works on CPU (use --network-force python); 5, 6, 7 --json could "
+               "not be written (5 no space left, 6 not allowed to write, 7 another I/O error). GPU problems are "
                "reported but never change the exit status.",
     )
     p.add_argument("--json", metavar="FILE", default=None, help="also write everything as JSON to FILE")
@@ -191,13 +194,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     result = collect(args.timeout)
     print(format_report(result), flush=True)
     if args.json is not None:
+        from flashschnet.atomic import atomic_write
+
         try:
-            with open(args.json, "w") as fh:
+            with atomic_write(args.json, "w", what="writing the report", option="--json") as fh:
                 json.dump(result, fh, indent=2, default=str)
                 fh.write("\n")
-        except OSError as exc:
-            print(f"{PROG}: error: --json {args.json}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
-            return EXIT_USAGE
+        except OSError as exc:           # no partial FILE; exit 5 (no space), 6 (not writable), 7 (I/O error)
+            status, line = write_failure(exc)
+            print(f"{PROG}: error: {line}", file=sys.stderr)
+            return status
         print(f"wrote {args.json}")
     return int(result["verdict"]["exit_status"])
 

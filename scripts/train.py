@@ -8,7 +8,9 @@
 (slice) and forces (aggregated), Boltzmann-inverted priors (DIR/priors.pt), force matching of the network on the
 residual forces with a validation split and early stopping (DIR/best.pt = the model to use, last.pt,
 history.json, loss.png). ``validate``: a CG run with the model and histograms/free-energy surface against the
-reference (VDIR/validation.png, .json). Exit status 0 done, 2 bad input.
+reference (VDIR/validation.png, .json). Exit status 0 done, 2 bad input; 5, 6, 7 an output could not be written:
+5 no space left, 6 not allowed to write, 7 another I/O error (one line naming the file; every file is written whole
+or not at all: temporary file and rename).
 """
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ import os
 import sys
 from typing import List, Optional
 
-from ._cli import SEED, THREADS, check_output_dir, check_output_file, finish, float_type, int_type, require_extras
+from ._cli import (SEED, THREADS, check_output_dir, check_output_file, exit_statuses, finish, float_type, int_type,
+                   require_extras)
 
 
 def _device(text: str) -> str:
@@ -29,7 +32,7 @@ def _device(text: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="flashschnet-train",
+    p = argparse.ArgumentParser(prog="flashschnet-train", epilog=exit_statuses(),
                                 description="Train a CGSchNet (5-bead mapping, mlcg priors) for one protein from "
                                             "all-atom OpenMM data: md -> fit -> validate.")
     sub = p.add_subparsers(dest="step", required=True)
@@ -126,7 +129,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.step == "fit":
         return finish("flashschnet-train", lambda echo: _fit(args, echo),
                       lambda h: f"done: best validation force MSE {h['best_val']:.4g} (priors alone "
-                                f"{h['baseline_val']:.4g}) at epoch {h['best_epoch']}; model {args.out}/best.pt")
+                                f"{h['baseline_val']:.4g}) at epoch {h['best_epoch']}; model {args.out}/best.pt",
+                      then="then run it again with an empty --out")
 
     def job(echo):
         require_extras("matplotlib")                 # validation.png
@@ -138,7 +142,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         threads=args.threads, dt_fs=args.dt, progress=not args.quiet, echo=echo)
     return finish("flashschnet-train", job,
                   lambda s: "done: overlaps " + ", ".join(f"{k} {v:.2f}" for k, v in s["overlap"].items())
-                            + f"; {args.out}/validation.png")
+                            + f"; {args.out}/validation.png", then="then run it again with an empty --out")
 
 
 if __name__ == "__main__":

@@ -61,6 +61,16 @@ def platforms():
 
 
 @pytest.fixture
+def write_faults(monkeypatch):
+    """Fault injection for writes (:class:`helpers.faults.WriteFaults`): e.g.
+    ``write_faults.fail("checkpoint.chk.tmp", module=flashschnet.atomic, nth=2)`` makes the second checkpoint save
+    fail with ENOSPC; undone after the test."""
+    from helpers.faults import WriteFaults
+
+    return WriteFaults(monkeypatch)
+
+
+@pytest.fixture
 def poison_buffers(monkeypatch):
     """The Triton launchers' output and partial buffers start as NaN (instead of uninitialised memory), so a
     kernel that misses an element fails the comparison with its reference."""

@@ -53,7 +53,8 @@ def _run(workdir: str, name: str, pdb: str, model: str, steps: int, walkers: int
         speeds = {}
         for rec in csv.DictReader(f):
             speeds.setdefault(int(rec["step"]), float(rec["ns_per_day"]))
-    steady = [v for k, v in sorted(speeds.items())][1:]      # per report interval, the first (warm-up) left out
+    # per report interval (step 0's row has no speed), the first (warm-up) left out
+    steady = [v for k, v in sorted(speeds.items()) if k > 0][1:]
     steady_agg = walkers * statistics.median(steady) if steady else float("nan")
     row = {"config": name, "workers": workers or 0, "blocks": blocks or 1, "threads": threads, "walkers": walkers,
            "steps": steps, "exchange_interval": exchange if tempering else None,

@@ -34,5 +34,9 @@ def load_priors(path) -> PriorSet:
 
 
 def save_priors(prior_set: PriorSet, path) -> None:
-    """Write ``prior_set`` for :func:`load_priors`."""
-    torch.save(prior_set.to_dict(), path)
+    """Write ``prior_set`` for :func:`load_priors` (atomic: :func:`flashschnet.atomic.atomic_write`; a failed
+    write raises :class:`~flashschnet.errors.OutputError`)."""
+    from ..atomic import atomic_write
+
+    with atomic_write(path, "wb", what="writing the priors") as f:
+        torch.save(prior_set.to_dict(), f)

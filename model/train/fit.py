@@ -17,6 +17,7 @@ from typing import Callable, Dict, Optional
 import numpy as np
 import torch
 
+from ..atomic import atomic_write
 from ..checkpoint import save_checkpoint
 from ..errors import InputError
 from ..config import DEFAULT_UNITS, normalize_config
@@ -139,7 +140,7 @@ def train_force_matching(mol, positions: np.ndarray, forces: np.ndarray, priors:
         bar.close()
     save_checkpoint(os.path.join(out_dir, "last.pt"), model.eval(), priors=priors,
                     metadata=dict(meta, epoch=len(history["val"]), val_loss=history["val"][-1]))
-    with open(os.path.join(out_dir, "history.json"), "w") as f:
+    with atomic_write(os.path.join(out_dir, "history.json"), "w", what="writing the training history") as f:
         json.dump(history, f, indent=1)
     plot_history(history, os.path.join(out_dir, "loss.png"))
     return history
@@ -163,5 +164,8 @@ def plot_history(history: Dict, path: str) -> None:
     ax.set_ylabel("force MSE ((kcal/mol/Å)²)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        with atomic_write(path, "wb", what="writing the figure") as f:      # no truncated PNG on a full disk
+            fig.savefig(f, format="png", dpi=110)
+    finally:
+        plt.close(fig)

@@ -13,7 +13,6 @@ predictions are never shown as measurements.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -136,9 +135,11 @@ def format_table(report: Dict[str, Any]) -> str:
 
 
 def write_json(report: Dict[str, Any], path) -> Path:
-    """Write the report atomically (temporary file + rename): a JSON file at ``path`` is always complete."""
+    """Write the report atomically (:func:`flashschnet.atomic.atomic_write`: temporary file, fsync, rename): a JSON
+    file at ``path`` is always complete; a write that fails raises :class:`~flashschnet.errors.OutputError`."""
+    from ...atomic import atomic_write
+
     out = Path(path)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(report, indent=2) + "\n")
-    os.replace(tmp, out)
+    with atomic_write(out, "w", what="writing the benchmark report") as f:
+        f.write(json.dumps(report, indent=2) + "\n")
     return out

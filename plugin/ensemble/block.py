@@ -27,7 +27,8 @@ from ...errors import SimulationInstabilityError
 from ..dcd import truncate_dcd
 from ..reporters import HealthReporter, ReplicaDCDReporter, read_checkpoint, replica_temperatures
 from ..reporters._common import BOLTZMANN_KJ_MOL_K
-from ..reporters.checkpoint import CHECKPOINT_MAGIC, fsync_dir
+from ...atomic import atomic_write
+from ..reporters.checkpoint import CHECKPOINT_MAGIC
 from ..runner.loop import freeze_replicas
 from .integrator import particle_temperatures, set_particle_temperatures, tempering_integrator
 
@@ -177,8 +178,7 @@ class WalkerBlock:
         s = self.spec
         os.makedirs(os.path.join(s.out, "blocks"), exist_ok=True)
         self.dcd = ReplicaDCDReporter([walker_trajectory(s.out, w) for w in self.walkers], s.report_interval,
-                                      self.bs.trajectory_topology, self.dt_ps, append=append,
-                                      first_step=s.report_interval)
+                                      self.bs.trajectory_topology, self.dt_ps, append=append, first_step=0)
         self.health = HealthReporter(s.report_interval, self.R, self.N, bead_label=self.bs.label,
                                      max_force=s.max_force, checkpoint_hint=lambda: "",
                                      on_blowup=s.on_blowup, drop=self._drop)
@@ -211,7 +211,8 @@ class WalkerBlock:
 
     # -- the run ---------------------------------------------------------------------------------------------
     def start(self) -> Dict[str, object]:
-        """A new run: starting positions, Maxwell-Boltzmann velocities at each walker's temperature, step 0."""
+        """A new run: starting positions, Maxwell-Boltzmann velocities at each walker's temperature, step 0 (checked,
+        then written as each walker's first frame)."""
         self._own()
         context = self.simulation.context
         context.setPositions(self.bs.positions_nm)
@@ -225,6 +226,7 @@ class WalkerBlock:
         self._reporters(append=False)
         state = context.getState(getEnergy=True, getForces=True, getPositions=True)
         self.health.report(self.simulation, state)       # the starting structure, before the first step
+        self.dcd.report(self.simulation, state)          # ... and its frame (step 0)
         return self.energies()
 
     def restore(self, step: int) -> Dict[str, object]:
@@ -319,14 +321,9 @@ class WalkerBlock:
                 "dcd_bytes": self.dcd.sizes(), "dcd_frames": self.dcd.frame_counts, "dropped": self.dropped}
         path = block_checkpoint_path(self.spec.out, self.index, step)
         header = json.dumps(meta).encode()
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
+        with atomic_write(path, "wb", what="writing the block checkpoint") as f:
             f.write(CHECKPOINT_MAGIC + len(header).to_bytes(8, "little") + header)
             f.write(self.simulation.context.createCheckpoint())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        fsync_dir(os.path.dirname(path))
         return path
 
     def forget(self, keep_step: int) -> None:

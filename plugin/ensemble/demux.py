@@ -15,7 +15,8 @@ from typing import List, Sequence
 
 import numpy as np
 
-from ..dcd import DCDWriter, read_dcd
+from ...atomic import remove_quietly
+from ..dcd import DCDWriter, read_dcd, read_header
 from .ladder import rung_name
 
 
@@ -39,25 +40,33 @@ def demultiplex(out: str, temperatures_K: Sequence[float], report_interval: int,
     dt_ps : float
     walkers : int
     """
-    frames = [read_dcd(os.path.join(out, f"replica_{w:03d}.dcd")) for w in range(walkers)]
+    paths = [os.path.join(out, f"replica_{w:03d}.dcd") for w in range(walkers)]
+    frames = [read_dcd(p) for p in paths]
+    # frame k of a walker is step first + k * report_interval: first is 0 (step 0 recorded), or one report interval
+    # in run directories written before step 0 was
+    first = read_header(paths[0]).first_step if paths else 0
     with open(os.path.join(out, "walkers.csv"), newline="") as f:
         rows = [r for r in csv.reader(f)][1:]
     counts = []
     for k, t in enumerate(temperatures_K):
         path = rung_trajectory(out, t)
         tmp = path + ".tmp"
-        writer = DCDWriter(tmp, topology, dt_ps, report_interval, report_interval)
+        writer = DCDWriter(tmp, topology, dt_ps, first, report_interval)
         try:
             for row in rows:
                 if len(row) != len(temperatures_K) + 1:
                     break
-                index = int(row[0]) // int(report_interval) - 1
+                index = (int(row[0]) - first) // int(report_interval)
                 walker = int(row[1 + k])
                 if not 0 <= index < len(frames[walker]):
                     break                     # the walker at this rung was dropped (or the file ends here)
                 writer.write(np.asarray(frames[walker][index]))
             counts.append(writer.frames)
-        finally:
+            writer.sync()
             writer.close()
-        os.replace(tmp, path)
+            os.replace(tmp, path)
+        except BaseException:                 # e.g. a full disk: no half-written T<K>.dcd, no stale .tmp
+            writer.close()
+            remove_quietly(tmp)
+            raise
     return counts

@@ -11,6 +11,8 @@ Rules:
 
 * the blocks meet at every report step (frames, log rows; checkpoints are at report steps too) and every
   exchange step, whatever the two intervals are; nothing is exchanged, written or checked in between;
+* a new run records step 0 (the starting state, once checked): every walker's first frame, the log's and
+  ``walkers.csv``'s first rows; no exchange happens at step 0;
 * exchange ``n`` happens at step ``n * interval`` after that step's frames and log rows (which therefore show
   the walkers' temperatures of the steps before), before its checkpoint; a run that ends between exchanges
   checkpoints there and a resumed one goes on to the next;
@@ -31,7 +33,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from ...errors import InputError, SimulationInstabilityError
-from ..runner.directory import write_dropped
+from ..runner.directory import few_frames_warning, write_dropped
 from ..runner.loop import ns_per_day
 from .block import BlockSpec, WalkerBlock, block_checkpoint_path
 from .demux import demultiplex
@@ -275,6 +277,9 @@ def drive(p: EnsemblePlan, blocks, specs: List[BlockSpec], resume: bool, progres
     """
     run = _Run(p, blocks, specs, echo)
     rollbacks = 0
+    warning = few_frames_warning(p.steps, p.report_interval)
+    if warning:
+        echo(f"warning: {warning}")
 
     def go_back(lost: BlocksLost) -> None:
         """Every block (and this process) back to the run's last checkpoint; restoring may lose a worker too."""
@@ -299,7 +304,7 @@ def drive(p: EnsemblePlan, blocks, specs: List[BlockSpec], resume: bool, progres
         while True:
             run.open_files()
             try:
-                run.gather(blocks.call("start"))
+                run.report(run.gather(blocks.call("start")))     # step 0: the log's and walkers.csv's first rows
                 run.checkpoint()
                 break
             except BlocksLost as lost:             # before the first checkpoint: start every block again

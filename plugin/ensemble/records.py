@@ -22,66 +22,84 @@ import os
 import struct
 from typing import Dict, List, Optional, Sequence
 
-from ..reporters.checkpoint import CHECKPOINT_MAGIC, fsync_dir, read_checkpoint
+from ...atomic import atomic_write
+from ...errors import output_error
+from ..reporters.checkpoint import CHECKPOINT_MAGIC, read_checkpoint
 
 LOG_COLUMNS = ["step", "time_ps", "replica", "potential_energy_kJ_mol", "temperature_K", "ns_per_day", "thermostat_K"]
 EXCHANGE_COLUMNS = ["step", "pair", "T_lo_K", "T_hi_K", "walker_lo", "walker_hi", "probability", "accepted"]
 
 
 class AppendCSV:
-    """A CSV file the run appends rows to (header written when new; :meth:`cut` back to a byte size)."""
+    """A CSV file the run appends rows to (header written when new; :meth:`cut` back to a byte size). A write
+    that fails raises one :class:`~flashschnet.errors.OutputError` naming the file (a resume cuts it back to its
+    checkpoint's size); :meth:`close` does not report it again."""
 
     def __init__(self, path: str, columns: Sequence[str], size: Optional[int] = None):
         self.path = path
+        self._failed = False
         if size is not None:
             self.cut(path, size)
-            self._file = open(path, "a", newline="")
-        else:
-            self._file = open(path, "w", newline="")
-            csv.writer(self._file).writerow(columns)
-            self._file.flush()
+        try:
+            self._file = open(path, "w" if size is None else "a", newline="")
+        except OSError as exc:
+            raise output_error(exc, "opening", path) from None
         self._writer = csv.writer(self._file)
+        if size is None:
+            try:
+                self._io(lambda: (self._writer.writerow(columns), self._file.flush()))
+            except OSError:
+                self.close()              # (quietly: the failure is being reported)
+                raise
+
+    def _io(self, write):
+        try:
+            return write()
+        except OSError as exc:
+            self._failed = True
+            raise output_error(exc, "writing", self.path) from None
 
     @staticmethod
     def cut(path: str, size: int) -> None:
-        with open(path, "r+b") as f:
-            if os.fstat(f.fileno()).st_size < size:
-                from ...errors import InputError
+        try:
+            with open(path, "r+b") as f:
+                if os.fstat(f.fileno()).st_size < size:
+                    from ...errors import InputError
 
-                raise InputError(f"{path}: shorter than the checkpoint records ({size} bytes); the file lost data "
-                                 "the checkpoint relies on; start a new run")
-            f.truncate(size)
+                    raise InputError(f"{path}: shorter than the checkpoint records ({size} bytes); the file lost "
+                                     "data the checkpoint relies on; start a new run")
+                f.truncate(size)
+        except OSError as exc:
+            raise output_error(exc, "cutting back (to the checkpoint)", path) from None
 
     def rows(self, rows: List[list]) -> None:
-        self._writer.writerows(rows)
-        self._file.flush()
+        self._io(lambda: (self._writer.writerows(rows), self._file.flush()))
 
     def size(self) -> int:
-        self._file.flush()
+        self._io(self._file.flush)
         return self._file.tell()
 
     def sync(self) -> int:
         """fsync; return the size."""
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        self._io(lambda: (self._file.flush(), os.fsync(self._file.fileno())))
         return self._file.tell()
 
     def close(self) -> None:
         if not self._file.closed:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as exc:
+                if not self._failed:
+                    self._failed = True
+                    raise output_error(exc, "writing", self.path) from None
 
 
 def write_run_checkpoint(path: str, meta: Dict[str, object]) -> None:
     """The run's checkpoint: CHECKPOINT_MAGIC, the header length, the JSON header, no OpenMM state (that is in
     the blocks' files); atomic (temporary file, fsync, rename, directory fsync)."""
     header = json.dumps(meta).encode()
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
+    with atomic_write(path, "wb", what="writing the checkpoint") as f:
         f.write(CHECKPOINT_MAGIC + struct.pack("<Q", len(header)) + header)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 def read_run_checkpoint(path: str) -> Dict[str, object]:

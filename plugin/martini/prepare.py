@@ -26,6 +26,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ...atomic import atomic_write
 from ...errors import InputError
 from ..rundir import pdb_positions, read_pdb
 
@@ -110,7 +111,7 @@ def _run(cmd: Sequence[str], cwd: str, log_name: str, what: str, env=None) -> Li
     except subprocess.TimeoutExpired:
         raise InputError(f"{what}: {os.path.basename(cmd[0])} did not finish within an hour") from None
     log = proc.stdout + proc.stderr
-    with open(os.path.join(cwd, log_name), "w") as f:
+    with atomic_write(os.path.join(cwd, log_name), "w", what="writing the log") as f:
         f.write(" ".join(cmd) + "\n" + log)
     warnings = _warnings(log)
     if proc.returncode != 0:
@@ -183,7 +184,7 @@ def write_system_top(path: str, ff_dir: str, protein_itps: Sequence[str], molecu
     lines += [f'#include "{inc}"' for inc in includes]
     lines += ["", "[ system ]", title, "", "[ molecules ]"]
     lines += [f"{mol:<16s}{count:>8d}" for mol, count in molecules]
-    with open(path, "w") as f:
+    with atomic_write(path, "w", what="writing the topology") as f:
         f.write("\n".join(lines) + "\n")
 
 
@@ -285,7 +286,7 @@ def prepare_system(pdb: str, ff_dir: str, folder: str, name: str = "protein", pa
                          "(several models or alternate locations?); check the input structure")
     centre = xyz.mean(axis=0)
     box = 2.0 * (float(np.linalg.norm(xyz - centre, axis=1).max()) + float(padding_nm))
-    with open(os.path.join(folder, "protein_centred.pdb"), "w") as f:  # insane puts the origin at the box centre
+    with atomic_write(os.path.join(folder, "protein_centred.pdb"), "w", what="writing") as f:  # insane puts the origin at the box centre
         for line, p in zip(atoms, (xyz - centre) * 10.0):
             if go and line[12:16].strip() == GO_ATOM_NAME:
                 # insane counts a residue's charge again whenever the residue recurs, and the Go sites (all
@@ -325,5 +326,5 @@ def _rename_gro_atoms(path: str, old: str, new: str) -> None:
     for k in range(2, 2 + n):
         if lines[k][10:15].strip() == old:
             lines[k] = f"{lines[k][:10]} {new:<4s}{lines[k][15:]}"
-    with open(path, "w") as f:
+    with atomic_write(path, "w", what="writing the coordinates") as f:
         f.write("\n".join(lines) + "\n")

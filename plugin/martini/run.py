@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import random
 from dataclasses import asdict, dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import openmm
@@ -25,8 +25,9 @@ import openmm.unit as u
 from ...errors import InputError
 from ...cg.mapping import format_list
 from ..cleaning import CLEANED_NAME, clean_pdb
-from ..runner import MDJob, RunResult, check_run_settings, make_run_dir, open_run_dir, run_dir, run_job
-from .prepare import check_forcefield_dir, prepare_system
+from ..runner import MDJob, RunResult, check_run_settings, make_run_dir, open_run_dir, resumed_step, run_dir, run_job
+from ..runner.resume import record_files
+from .prepare import FORCEFIELD_FILES, check_forcefield_dir, prepare_system
 from .system import build_system, read_gro
 from .topology import Topology, read_topology
 
@@ -37,22 +38,30 @@ MAX_SALT_MOLAR = 6.0
 _FIXED_ON_RESUME = ("pdb", "forcefield_dir", "dt_fs", "temperature_K", "friction_per_ps", "report_interval",
                     "checkpoint_interval", "platform", "seed", "padding_nm", "salt_molar", "elastic", "ignore", "go")
 
+#: input files recorded in run.json by content: the PDB (compared when given; a resume reads system/) and the
+#: force-field files (a resume reads them again)
+_FILES = {"pdb": (), "forcefield_dir": FORCEFIELD_FILES}
+
+#: command-line spellings of the settings (messages)
+OPTIONS = {"pdb": "PDB", "dt_fs": "--dt", "temperature_K": "--temperature", "friction_per_ps": "--friction",
+           "padding_nm": "--padding", "salt_molar": "--salt", "elastic": "--no-elastic"}
+
 
 @dataclass
 class MartiniSettings:
     """Everything that defines a MARTINI run (units in the names: fs, K, 1/ps, nm, mol/L)."""
 
-    pdb: str
-    forcefield_dir: str
+    pdb: Optional[str]                             # None on resume: the run's
+    forcefield_dir: Optional[str]                  # None on resume: the run's (checked by content)
     out: str
-    steps: int
+    steps: Optional[int]                           # None on resume: the run's
     platform: str = "CPU"
     seed: Optional[int] = None
     dt_fs: float = 20.0
     temperature_K: float = 300.0
     friction_per_ps: float = 1.0
-    report_interval: int = 500
-    checkpoint_interval: Optional[int] = None      # default: 10 report intervals
+    report_interval: Optional[int] = None          # default: steps // 100 (runner.default_report_interval)
+    checkpoint_interval: Optional[int] = None      # default: 10 report intervals, <= 10000 steps where possible
     padding_nm: float = 1.5
     salt_molar: float = 0.15
     elastic: bool = True                           # martinize2's elastic network (off with go)
@@ -108,18 +117,34 @@ def degrees_of_freedom(system: openmm.System) -> int:
 
 
 def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool = True,
-                echo: Callable[[str], None] = print) -> RunResult:
+                echo: Callable[[str], None] = print, given: Optional[Sequence[str]] = None) -> RunResult:
     """Build (or, with ``resume``, reload) the MARTINI 3 system of ``settings.pdb`` and run Langevin dynamics;
     see the module docstring for the outputs. Raises :class:`InputError` for bad input (missing force-field
     files, a PDB martinize2 cannot map, ...) and :class:`SimulationInstabilityError` after keeping the last good
-    checkpoint."""
+    checkpoint.
+
+    ``given``: the settings the caller chose; a resumed run takes the others from its run.json, checks the given
+    ones that fix the run, and compares the PDB and the force-field files by content
+    (:mod:`~flashschnet.openmm.runner.resume`). Default: every setting that is not None. A resume of a run already
+    at ``steps`` changes nothing and returns ``nothing_to_do=True``."""
     s = settings
     out = run_dir(s.out)
-    s.forcefield_dir = os.path.abspath(s.forcefield_dir) if s.forcefield_dir else s.forcefield_dir
-    for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, inherit=("checkpoint_interval", "seed"),
-                                  defaults={"go": False}).items():
+    given = set(given) if given is not None else {k for k, v in asdict(s).items() if v is not None}
+    for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, given=given, files=_FILES,
+                                   needed=("forcefield_dir",), defaults={"go": False}, options=OPTIONS).items():
         setattr(s, key, value)
+    s.forcefield_dir = os.path.abspath(s.forcefield_dir) if s.forcefield_dir else s.forcefield_dir
+    if not resume and (s.pdb is None or s.forcefield_dir is None or s.steps is None):
+        missing = [name for name, v in (("the PDB file", s.pdb), ("--forcefield-dir", s.forcefield_dir),
+                                        ("--steps", s.steps)) if v is None]
+        raise InputError(f"give {' and '.join(missing)} for a new run (or --resume --out DIR to continue the run "
+                         "in DIR with its own settings)")
     s.validate()
+    if resume:
+        at = resumed_step(out)
+        if at >= s.steps:
+            return RunResult(out=out, steps_done=at, replicas=1, n_beads=0, ns_per_day_per_replica=float("nan"),
+                             nothing_to_do=True, steps_target=s.steps)
     if s.seed is None:
         s.seed = random.SystemRandom().randrange(1, 2**31 - 1)
     ignore = [r.strip() for r in s.ignore.split(",") if r.strip()]
@@ -180,7 +205,9 @@ def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool 
         state = simulation.context.getState(getEnergy=True, getPositions=True)
         e1 = state.getPotentialEnergy().value_in_unit(u.kilojoule_per_mole)
         echo(f"note: energy minimisation {e0:.6g} -> {e1:.6g} kJ/mol")
-        with open(os.path.join(out, "topology.pdb"), "w") as f:
+        from ...atomic import atomic_write
+
+        with atomic_write(os.path.join(out, "topology.pdb"), "w", what="writing the topology") as f:
             app.PDBFile.writeFile(topology, state.getPositions(), f)
 
     def label(i: int) -> str:
@@ -191,7 +218,8 @@ def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool 
     job = MDJob(out=out, settings=s, topology=topology, system=system, replicas=1, particles=n,
                 trajectories=[os.path.join(out, "trajectory.dcd")], trajectory_topology=topology,
                 masses_amu=np.array([system.getParticleMass(i).value_in_unit(u.dalton) for i in range(n)]),
-                start=start, run_json={k: v for k, v in asdict(s).items() if k not in ("out", "steps", "threads")},
+                start=start, run_json=record_files({k: v for k, v in asdict(s).items() if k not in ("out", "threads")},
+                                                   _FILES),
                 label=label, dof=degrees_of_freedom(system),
                 properties={"Threads": str(int(s.threads))} if s.threads and s.platform == "CPU" else {},
                 desc=f"MARTINI {n} particles")

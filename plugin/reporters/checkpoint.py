@@ -3,27 +3,15 @@ of each output belongs to the checkpointed state."""
 from __future__ import annotations
 
 import json
-import os
 import struct
 from typing import Callable, Optional
 
 import openmm.unit as u
 
+from ...atomic import atomic_write
 from ._common import steps_to_next
 
 CHECKPOINT_MAGIC = b"FSCHNCK1"
-
-
-def fsync_dir(path: str) -> None:
-    """fsync a directory, so a rename in it survives a system crash (no-op where directories cannot be
-    opened, e.g. Windows)."""
-    if not hasattr(os, "O_DIRECTORY"):
-        return
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class CheckpointReporter:
@@ -32,8 +20,10 @@ class CheckpointReporter:
     One file: ``CHECKPOINT_MAGIC``, an 8-byte length, a JSON header (``{"step", "time_ps", ...extra()}``)
     and OpenMM's checkpoint (``Context.createCheckpoint``; reloads on the same platform and OpenMM version).
     It is written to a temporary file (``path + ".tmp"``), fsynced, renamed into place and the directory
-    fsynced, so a run killed at any moment (or a system crash) leaves either the previous complete checkpoint
-    or the new one; a leftover temporary file is never read and is overwritten by the next save. ``extra()``
+    fsynced (:func:`flashschnet.atomic.atomic_write`), so a run killed at any moment (or a system crash) leaves
+    either the previous complete checkpoint or the new one; a leftover temporary file is never read and is
+    overwritten by the next save. A save that cannot be written (a full disk, an I/O error) removes its temporary
+    file, keeps the previous checkpoint and raises :class:`~flashschnet.errors.OutputError` naming the file. ``extra()``
     adds e.g. the trajectory sizes that belong to this state; ``before_save()`` runs first (e.g. fsync those
     trajectories, so the checkpoint never counts bytes that a crash could lose).
     """
@@ -58,14 +48,9 @@ class CheckpointReporter:
                 "time_ps": simulation.context.getTime().value_in_unit(u.picosecond)}
         meta.update(self.extra())
         header = json.dumps(meta).encode()
-        tmp = self.path + ".tmp"
-        with open(tmp, "wb") as f:
+        with atomic_write(self.path, "wb", what="writing the checkpoint") as f:
             f.write(CHECKPOINT_MAGIC + struct.pack("<Q", len(header)) + header)
             f.write(simulation.context.createCheckpoint())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        fsync_dir(os.path.dirname(os.path.abspath(self.path)))
         self.last_step = meta["step"]
 
 

@@ -10,8 +10,9 @@ from typing import Callable, List, Optional
 import numpy as np
 import openmm.unit as u
 
+from ...atomic import atomic_write
+from ...errors import output_error
 from ._common import BOLTZMANN_KJ_MOL_K, KJ_MOL, steps_to_next
-from .checkpoint import fsync_dir
 
 
 def replica_temperatures(state, masses_amu: np.ndarray, replicas: int, dof: Optional[int] = None) -> np.ndarray:
@@ -47,10 +48,18 @@ class ReplicaCSVReporter:
         self.dt_ps = float(dt_ps)
         self.replica_energies = replica_energies
         self.dof = dof
-        self._file = open(path, "a" if append else "w", newline="")
+        self._failed = False         # a write failed (and was reported): close() does not report it again
+        try:
+            self._file = open(path, "a" if append else "w", newline="")
+        except OSError as exc:
+            raise output_error(exc, "opening the log", path) from None
         self._writer = csv.writer(self._file)
         if not append:
-            self._writer.writerow(self.COLUMNS)
+            try:
+                self._io(lambda: (self._writer.writerow(self.COLUMNS), self._file.flush()))
+            except OSError:
+                self.close()              # (quietly: the failure is being reported)
+                raise
         self._last = None       # (wall time, step)
         self.last_rows: List[list] = []
         self.active = [True] * self.replicas
@@ -73,8 +82,16 @@ class ReplicaCSVReporter:
         t_ps = state.getTime().value_in_unit(u.picosecond)
         self.last_rows = [[step, f"{t_ps:.6g}", r, f"{energies[r]:.10g}", f"{temps[r]:.6g}", f"{speed:.6g}"]
                           for r in range(self.replicas) if self.active[r]]
-        self._writer.writerows(self.last_rows)
-        self._file.flush()
+        self._io(lambda: (self._writer.writerows(self.last_rows), self._file.flush()))
+
+    def _io(self, write: Callable[[], object]) -> None:
+        """Run ``write``; an OSError becomes one :class:`~flashschnet.errors.OutputError` naming the log (a resume
+        cuts the log back to its checkpoint, so a partial row is never kept)."""
+        try:
+            write()
+        except OSError as exc:
+            self._failed = True
+            raise output_error(exc, "writing the log", self.path) from None
 
     def start_clock(self, step: int):
         self._last = (time.perf_counter(), step)
@@ -82,12 +99,17 @@ class ReplicaCSVReporter:
     def sync(self) -> None:
         """Flush and fsync the log (before a checkpoint)."""
         if not self._file.closed:
-            self._file.flush()
-            os.fsync(self._file.fileno())
+            self._io(lambda: (self._file.flush(), os.fsync(self._file.fileno())))
 
     def close(self):
+        """Close the log (idempotent); after a failed write (already reported) its unwritten rows are dropped."""
         if not self._file.closed:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as exc:
+                if not self._failed:
+                    self._failed = True
+                    raise output_error(exc, "writing the log", self.path) from None
 
 
 def truncate_csv(path: str, last_step: int) -> None:
@@ -103,10 +125,5 @@ def truncate_csv(path: str, last_step: int) -> None:
         if len(r) != len(rows[0]) or not r[0].isdigit() or int(r[0]) > last_step:
             break
         keep.append(r)
-    tmp = path + ".tmp"
-    with open(tmp, "w", newline="") as f:
+    with atomic_write(path, "w", what="cutting back (to the checkpoint) the log", newline="") as f:
         csv.writer(f).writerows(keep)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(os.path.dirname(os.path.abspath(path)))

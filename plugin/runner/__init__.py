@@ -1,6 +1,7 @@
 """What every run in this package shares, whichever engine supplies the forces (the CG network or MARTINI).
 
 * :mod:`.directory` -- ``--out`` checks, ``run.json`` and its resume rules, the common settings' limits;
+* :mod:`.resume` -- input files recorded by content, and the settings a resumed run takes from ``run.json``;
 * :mod:`.loop` -- the step loop (health checks, checkpoints, progress bar, OpenMM's refusals), freezing replicas;
 * :mod:`.job` -- the run scaffold: an engine's System (:class:`MDJob`) in, integrator, Simulation, new start or
   resume, reporters and the step loop, a :class:`RunResult` out (:func:`run_job`).
@@ -8,11 +9,12 @@
 Both :func:`flashschnet.openmm.simulate.run` and :func:`flashschnet.openmm.martini.run.run_martini` read top to
 bottom as: settings -> :func:`open_run_dir` -> build the System -> :class:`MDJob` -> :func:`run_job`.
 """
-from .directory import (MAX_DCD_STEP, check_run_settings, make_run_dir, open_run_dir, run_dir, write_dropped,
-                        write_run_json)
+from .directory import (MAX_DCD_STEP, check_run_settings, default_checkpoint_interval, default_report_interval,
+                        few_frames_warning, make_run_dir, nothing_to_do, open_run_dir, read_run_json, resumed_step,
+                        run_dir, write_dropped, write_run_json)
 from .job import MDJob, RunResult, run_job
 from .loop import checkpoint_hint, freeze_replicas, integrate, ns_per_day
 
-__all__ = ["MAX_DCD_STEP", "MDJob", "RunResult", "check_run_settings", "checkpoint_hint", "freeze_replicas",
-           "integrate", "make_run_dir", "ns_per_day", "open_run_dir", "run_dir", "run_job", "write_dropped",
+__all__ = ["MAX_DCD_STEP", "MDJob", "RunResult", "check_run_settings", "checkpoint_hint", "default_checkpoint_interval",
+           "default_report_interval", "few_frames_warning", "freeze_replicas", "nothing_to_do", "read_run_json", "resumed_step", "integrate", "make_run_dir", "ns_per_day", "open_run_dir", "run_dir", "run_job", "write_dropped",
            "write_run_json"]

@@ -8,11 +8,14 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 from ...errors import InputError
 from ..platforms import loaded_platforms, missing_platform
+from .resume import resume_settings
 
 
 def open_run_dir(out: str, resume: bool, current: Dict[str, object], fixed: Sequence[str],
-                 inherit: Iterable[str] = (), defaults: Optional[Dict[str, object]] = None) -> Dict[str, object]:
-    """Check that ``out`` can hold a new run (or, with ``resume``, holds one started with the same settings).
+                 given: Optional[Iterable[str]] = None, files: Optional[Dict[str, Sequence[str]]] = None,
+                 needed: Iterable[str] = (), defaults: Optional[Dict[str, object]] = None,
+                 options: Optional[Dict[str, str]] = None) -> Dict[str, object]:
+    """Check that ``out`` can hold a new run, or, with ``resume``, holds one these settings may continue.
 
     Parameters
     ----------
@@ -24,20 +27,31 @@ def open_run_dir(out: str, resume: bool, current: Dict[str, object], fixed: Sequ
         This invocation's settings.
     fixed : sequence of str
         Settings a resumed run must share with the run it continues.
-    inherit : iterable of str
-        Settings that, left unset (``None``) on resume, take the stored value.
+    given : iterable of str, optional
+        The settings this invocation gave; a resumed run takes the others from ``run.json``. Default: those
+        whose value is not None.
+    files : dict, optional
+        Input-file settings recorded by content (key -> members of a folder, ``()`` for a file); see
+        :mod:`.resume`.
+    needed : iterable of str
+        File settings a resumed run reads (they must still exist with the recorded content).
     defaults : dict, optional
         Values of settings that run.json files written before the setting existed implicitly had.
+    options : dict, optional
+        Command-line spellings of settings, for messages (default ``--key-with-dashes``).
 
     Returns
     -------
     dict
-        The inherited values (empty for a new run); the caller applies them.
+        The settings to apply (empty for a new run): for a resumed run, ``run.json``'s values of those not given,
+        and the given files' absolute paths. ``run.json`` is brought up to date (a new ``steps``, a moved
+        file's path) unless the run is already at its step count (see :func:`resumed_step`).
 
     Raises
     ------
     InputError
-        ``out`` already holds a run (without ``resume``), holds none (with it), or a fixed setting differs.
+        ``out`` already holds a run (without ``resume``), holds none (with it), a given setting differs from the
+        run's (all of them listed), or a needed input file is gone or changed.
     """
     run_json = os.path.join(out, "run.json")
     ckpt = os.path.join(out, "checkpoint.chk")
@@ -51,36 +65,122 @@ def open_run_dir(out: str, resume: bool, current: Dict[str, object], fixed: Sequ
                          "--resume")
     if not os.path.exists(run_json) or not os.path.exists(ckpt):
         raise InputError(f"{out}: nothing to resume (no run.json and checkpoint.chk); start without --resume")
-    with open(run_json) as f:
-        old = json.load(f)
-    inherit, defaults, inherited = set(inherit), defaults or {}, {}
-    for key in fixed:
-        new_value = current.get(key)
-        if key in inherit and new_value is None:
-            inherited[key] = old.get(key)
-        elif old.get(key, defaults.get(key)) != new_value:
-            raise InputError(f"{out}: --resume with {key}={new_value!r}, but the run was started with "
-                             f"{old.get(key)!r}; use the same settings")
-    return inherited
+    stored = read_run_json(out)
+    if given is None:
+        given = [k for k, v in current.items() if v is not None]
+    values, record = resume_settings(out, stored, current, given, fixed, files=files or {}, needed=needed,
+                                     defaults=defaults, options=options or {})
+    steps = values.get("steps", current.get("steps"))
+    if record != stored and (steps is None or resumed_step(out) < steps):
+        write_run_json(out, record)
+    return values
+
+
+def read_run_json(out: str) -> Dict[str, object]:
+    """``OUT/run.json`` as a dict; a file that is not a JSON object is one :class:`InputError` line."""
+    path = os.path.join(out, "run.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            stored = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"{path}: unreadable ({exc}); it should be the run.json the run wrote") from None
+    if not isinstance(stored, dict):
+        raise InputError(f"{path}: not a JSON object; it should be the run.json the run wrote")
+    return stored
+
+
+def resumed_step(out: str) -> int:
+    """The step of the checkpoint in ``out`` (where a resumed run starts)."""
+    from ..reporters.checkpoint import read_checkpoint
+
+    path = os.path.join(out, "checkpoint.chk")
+    try:
+        meta, _ = read_checkpoint(path)
+        return int(meta["step"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{path}: unreadable checkpoint ({exc}); the run cannot be resumed from it") from None
+
+
+def nothing_to_do(out: str, at: int, steps: int) -> str:
+    """The line a resume prints when the run in ``out`` is already at step ``at`` >= ``steps``."""
+    return (f"nothing to do: the run in {out} is at step {at}, and --steps is {steps}; give a larger --steps to "
+            "extend it")
 
 
 #: the largest step number a DCD file records (its header holds C ints)
 MAX_DCD_STEP = 2**31 - 1
 
+#: frames (besides step 0's) a run writes at the default report interval (:func:`default_report_interval`)
+DEFAULT_FRAMES = 100
+
+
+def default_report_interval(steps: int, checkpoint_interval: Optional[int] = None) -> int:
+    """The report interval of a run that was given none: ``steps // 100`` (at least 1), so that a run writes
+    about :data:`DEFAULT_FRAMES` frames after its step-0 frame (exactly 101 frames in all when ``steps`` is a
+    multiple of 100; e.g. ``--steps 200`` -> 2, ``--steps 500`` -> 5, ``--steps 1000000`` -> 10000).
+
+    With a ``checkpoint_interval`` given (>= 1), the interval is the largest divisor of it not above
+    ``steps // 100``, as checkpoints must fall on report steps (``--checkpoint-interval 1000`` with ``--steps
+    30000`` -> 250, not 300). The result is at most :data:`MAX_DCD_STEP`. Parallel tempering needs nothing more:
+    the blocks meet at every report and every exchange step, whatever the two intervals are
+    (:mod:`flashschnet.openmm.ensemble.driver`).
+    """
+    base = min(max(int(steps) // DEFAULT_FRAMES, 1), MAX_DCD_STEP)
+    if checkpoint_interval is None or int(checkpoint_interval) < 1 or int(checkpoint_interval) % base == 0:
+        return base
+    c = int(checkpoint_interval)
+    best, d = 1, 1
+    while d * d <= c:
+        if c % d == 0:
+            for k in (d, c // d):
+                if best < k <= base:
+                    best = k
+        d += 1
+    return best
+
+
+#: checkpoints at the default interval are at most this many steps apart (where the report interval allows)
+MAX_DEFAULT_CHECKPOINT_STEPS = 10_000
+
+
+def default_checkpoint_interval(report_interval: int) -> int:
+    """The checkpoint interval of a run that was given none: 10 report intervals, but fewer where that would be
+    more than :data:`MAX_DEFAULT_CHECKPOINT_STEPS` steps (and at least one), so a killed long run with the
+    default report interval (``steps // 100``) loses minutes, not a tenth of the run: 100 -> 1000, 1000 -> 10000,
+    3000 -> 9000, 20000 -> 20000."""
+    r = int(report_interval)
+    return r * max(1, min(10, MAX_DEFAULT_CHECKPOINT_STEPS // r))
+
+
+def few_frames_warning(steps: int, report_interval: int) -> Optional[str]:
+    """One line (for ``warning: ...``) when a run of ``steps`` steps writes fewer than 2 frames at ``report_interval``
+    (only its step-0 frame: ``0 < steps < report_interval``), saying what to pass instead; None otherwise (a run of
+    0 steps writes its starting state on purpose)."""
+    if not 0 < int(steps) < int(report_interval):
+        return None
+    auto = default_report_interval(steps)
+    return (f"--steps {steps} with --report-interval {report_interval} writes only the starting frame (step 0) and "
+            f"its log row; leave --report-interval out (here {auto}: {int(steps) // auto + 1} frames) or pass "
+            f"--steps of at least {report_interval}")
+
 
 def check_run_settings(s, max_dt_fs: float, dt_hint: str = "") -> None:
     """The checks every run's settings share (``steps``, ``dt_fs``, ``temperature_K``, ``friction_per_ps``,
-    ``report_interval``, ``checkpoint_interval`` -- defaulted to 10 report intervals --, ``platform``, and,
-    where the settings have them, ``seed``, ``threads`` and ``max_force``; see :mod:`flashschnet.limits`);
-    raises :class:`InputError` naming the command-line option."""
+    ``report_interval`` -- None: :func:`default_report_interval` --, ``checkpoint_interval`` -- None:
+    :func:`default_checkpoint_interval` --, ``platform``, and, where the settings have them, ``seed``, ``threads``
+    and ``max_force``; see :mod:`flashschnet.limits`); raises :class:`InputError` naming the command-line option.
+    The defaults are written into ``s``."""
     from ...limits import check_finite, check_seed, check_threads
 
     if s.steps < 0:
         raise InputError(f"--steps must be >= 0, got {s.steps}")
     if not (0.0 < s.dt_fs <= max_dt_fs):
         raise InputError(f"--dt {s.dt_fs} fs is outside (0, {max_dt_fs:g}]{dt_hint}")
-    check_finite(s.temperature_K, "--temperature", "K", positive=True)
+    if s.temperature_K is not None or not getattr(s, "temperatures", None):     # tempering: the ladder's, checked there
+        check_finite(s.temperature_K, "--temperature", "K", positive=True)
     check_finite(s.friction_per_ps, "--friction", "1/ps", nonnegative=True)
+    if s.report_interval is None:       # "auto": about DEFAULT_FRAMES frames
+        s.report_interval = default_report_interval(s.steps, s.checkpoint_interval)
     if not 1 <= s.report_interval <= MAX_DCD_STEP:
         raise InputError(f"--report-interval must be between 1 and {MAX_DCD_STEP} (DCD files hold step numbers as "
                          f"C ints), got {s.report_interval}")
@@ -90,7 +190,7 @@ def check_run_settings(s, max_dt_fs: float, dt_hint: str = "") -> None:
     if not max_force > 0.0:
         raise InputError(f"--max-force must be positive (kJ/mol/nm; inf: no limit), got {max_force}")
     if s.checkpoint_interval is None:
-        s.checkpoint_interval = 10 * s.report_interval
+        s.checkpoint_interval = default_checkpoint_interval(s.report_interval)
     if s.checkpoint_interval < 1 or s.checkpoint_interval % s.report_interval:
         raise InputError(f"--checkpoint-interval {s.checkpoint_interval} must be a positive multiple of "
                          f"--report-interval {s.report_interval}")
@@ -119,18 +219,22 @@ def make_run_dir(out: str) -> None:
 
 
 def write_run_json(out: str, settings: Dict[str, object]) -> None:
-    with open(os.path.join(out, "run.json"), "w") as f:
+    """``OUT/run.json`` (atomic: :func:`flashschnet.atomic.atomic_write`; a write that fails keeps the previous
+    file and raises :class:`~flashschnet.errors.OutputError`)."""
+    from ...atomic import atomic_write
+
+    with atomic_write(os.path.join(out, "run.json"), "w", what="writing the run settings", encoding="utf-8") as f:
         json.dump(settings, f, indent=1)
 
 
 def write_dropped(path: str, dropped: List[dict]) -> None:
     """``dropped.json`` (atomic): the replicas a run dropped, ``[{replica, step, reason}]``; removed when
     nothing was dropped."""
+    from ...atomic import atomic_write
+
     if not dropped:
         if os.path.exists(path):
             os.remove(path)
         return
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
+    with atomic_write(path, "w", what="writing the list of dropped replicas") as f:
         json.dump(dropped, f, indent=1)
-    os.replace(tmp, path)

@@ -5,7 +5,11 @@
 same way for both: the Langevin integrator, the Simulation, a new start (``run.json``, the engine's own start:
 positions, minimisation, topology file; velocities) or a resume (the checkpoint loaded, trajectories and log cut
 back to it, dropped replicas frozen again), the reporters (health first, one DCD per replica, the CSV log, atomic
-checkpoints), the step loop, and the result.
+checkpoints), the step loop, and the result. A new run records its starting state (once the health check passed
+it) as step 0: the first frame of every trajectory (DCD header: first step 0) and the log's first rows, so frame
+``k`` is step ``k * report_interval``; a resumed run goes on from its checkpoint without writing step 0 again.
+Run directories written before step 0 was recorded keep their numbering (first step = one report interval) when
+resumed.
 
 A replica that blows up (``job.on_blowup``): ``"stop"`` ends the run (:class:`SimulationInstabilityError`, the
 last good checkpoint kept); ``"drop"`` freezes it at its last good frame (:func:`~.loop.freeze_replicas`), prints
@@ -27,7 +31,7 @@ from ...errors import SimulationInstabilityError
 from ..dcd import truncate_dcd
 from ..reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter, read_checkpoint,
                          truncate_csv)
-from .directory import make_run_dir, write_dropped, write_run_json
+from .directory import few_frames_warning, make_run_dir, write_dropped, write_run_json
 from .loop import checkpoint_hint, freeze_replicas, integrate, ns_per_day
 
 
@@ -47,6 +51,8 @@ class RunResult:
     acceptance: List[float] = field(default_factory=list)       # parallel tempering: accepted fraction per pair
     rollbacks: int = 0                                          # ensembles: lost blocks and the rollbacks they caused
     timings: Dict[str, float] = field(default_factory=dict)     # ensembles: EnsembleResult.timings
+    nothing_to_do: bool = False         # a resume of a run already at its step count: nothing was run or written
+    steps_target: Optional[int] = None  # the step count asked for (with nothing_to_do: at most steps_done)
 
 
 @dataclass
@@ -157,8 +163,9 @@ def run_job(job: MDJob, resume: bool = False, progress: bool = True,
         simulation.context.setVelocitiesToTemperature(s.temperature_K * u.kelvin, int(s.seed))
 
     # reporters: health first, so nothing records a broken state -----------------------------------------------------
+    # a new run's files start at step 0 (its starting state, once checked); a resumed one keeps its header
     dcd = ReplicaDCDReporter(job.trajectories, s.report_interval, job.trajectory_topology, dt_ps, append=resume,
-                             first_step=s.report_interval)
+                             first_step=0)
     log = ReplicaCSVReporter(log_path, s.report_interval, R, job.masses_amu, dt_ps, job.replica_energies,
                              append=resume, dof=job.dof)
 
@@ -195,8 +202,12 @@ def run_job(job: MDJob, resume: bool = False, progress: bool = True,
     simulation.reporters.extend([health, dcd, log, checkpoint, *job.reporters])
 
     # the step loop -----------------------------------------------------------------------------------------------
+    warning = few_frames_warning(s.steps, s.report_interval)
+    if warning:
+        echo(f"warning: {warning}")
     done, wall = integrate(simulation, s.steps, s.report_interval, health, checkpoint, hint, outputs=(dcd, log),
-                           clock=log, check_first=not resume, progress=progress, desc=job.desc)
+                           clock=log, check_first=not resume, progress=progress, desc=job.desc,
+                           start_reports=(dcd, log))
     return RunResult(out=out, steps_done=simulation.currentStep, replicas=R, n_beads=N,
                      ns_per_day_per_replica=ns_per_day(done, dt_ps, wall),
                      dropped=[int(d["replica"]) for d in dropped], on_blowup=job.on_blowup)

@@ -56,7 +56,7 @@ def _steps_to_report(reporter, simulation) -> int:
 
 def integrate(simulation, steps: int, report_interval: int, health, checkpoint, hint: Callable[[], str],
               outputs: Sequence = (), clock=None, check_first: bool = True, progress: bool = True,
-              desc: str = "") -> Tuple[int, float]:
+              desc: str = "", start_reports: Sequence = ()) -> Tuple[int, float]:
     """Step ``simulation`` up to step ``steps`` in report-interval chunks; return ``(steps done, wall s)``.
 
     ``health`` (a :class:`~flashschnet.openmm.reporters.HealthReporter`) checks the state first (unless
@@ -67,7 +67,9 @@ def integrate(simulation, steps: int, report_interval: int, health, checkpoint, 
     in the state fetched for the reports themselves). Otherwise the exception becomes
     :class:`SimulationInstabilityError` naming the step and ``hint()`` (where the last good checkpoint is).
     ``outputs`` (objects with ``close()``) are closed at the end, whatever happens; ``clock`` (an object with
-    ``start_clock(step)``, the CSV log) starts the speed clock.
+    ``start_clock(step)``, the CSV log) starts the speed clock. ``start_reports`` (reporters; with
+    ``check_first``) record the starting state once it passed the check, before its checkpoint: a new run's
+    step-0 frame and log row.
     """
     def failed(exc: Exception) -> bool:
         """True when health dropped the replicas that made OpenMM fail (go on); raises otherwise."""
@@ -86,8 +88,11 @@ def integrate(simulation, steps: int, report_interval: int, health, checkpoint, 
             except openmm.OpenMMException as exc:
                 failed(exc)
 
-    def check_and_checkpoint() -> None:   # outside the reporters' schedule: the start and a ragged end
-        health.report(simulation, full_state())
+    def check_and_checkpoint(reporters: Sequence = ()) -> None:   # off the schedule: the start, a ragged end
+        state = full_state()
+        health.report(simulation, state)
+        for reporter in reporters:
+            reporter.report(simulation, state)
         checkpoint.save(simulation)
 
     start = simulation.currentStep
@@ -100,8 +105,8 @@ def integrate(simulation, steps: int, report_interval: int, health, checkpoint, 
         clock.start_clock(start)
     t0 = time.perf_counter()
     try:
-        if check_first:   # the starting structure, before the first step
-            check_and_checkpoint()
+        if check_first:   # the starting structure, before the first step (and its frame, its log row)
+            check_and_checkpoint(start_reports)
         while simulation.currentStep < steps:
             before = simulation.currentStep
             n = min(report_interval - before % report_interval, steps - before)

@@ -389,6 +389,7 @@ TRAIN_VALIDATE = Command(
 @example(case=((("--replicas", str(10**30)),), None))               # was: allocation until out of memory
 @example(case=((("--report-interval", str(10**30)),), None))        # was: struct.error in the DCD header
 @example(case=((("--steps", str(10**30)),), None))                  # legal: 10**30 steps (the loop is capped)
+@example(case=((("--report-interval", "5"),), None))                # 2 steps: a warning, step 0's frame, exit 0
 def test_simulate_arguments(case, ws, scratch_cwd):
     run_case(SIMULATE, case, ws, scratch_cwd)
 

@@ -36,13 +36,13 @@ def test_shipped_model_runs_1000_stable_steps(tmp_path):
         rows = list(csv.DictReader(f))
     temps = np.array([float(r["temperature_K"]) for r in rows])
     energies = np.array([float(r["potential_energy_kJ_mol"]) for r in rows])
-    assert len(rows) == 20 and np.isfinite(energies).all() and 250.0 < temps.mean() < 350.0
+    assert len(rows) == 22 and np.isfinite(energies).all() and 250.0 < temps.mean() < 350.0    # steps 0, 100, ..., 1000
     mol = map_pdb(PDB)
     bonds = np.asarray(mol.bonds)
     native = np.linalg.norm(mol.positions[bonds[:, 1]] - mol.positions[bonds[:, 0]], axis=1) / 10.0
     for r in range(2):
         frames = read_dcd(str(out / f"replica_{r:03d}.dcd"))
-        assert frames.shape == (10, mol.n_beads, 3)
+        assert frames.shape == (11, mol.n_beads, 3)
         d = np.linalg.norm(frames[:, bonds[:, 1]] - frames[:, bonds[:, 0]], axis=2)
         assert np.abs(d - native).max() < 0.03                    # nm: every CG bond stays near its length
         rmsd, _ = kabsch_align(frames, mol.positions / 10.0)

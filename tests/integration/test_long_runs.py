@@ -117,7 +117,7 @@ def test_resume_repeats_the_uninterrupted_run_bitwise(tmp_path, platform):
     assert main(_args(straight, PLACEHOLDER, 40, platform=platform)) == 0
     assert main(_args(split, PLACEHOLDER, 20, platform=platform)) == 0
     assert main(_args(split, PLACEHOLDER, 40, "--resume", platform=platform)) == 0
-    assert len(read_dcd(str(split / "replica_001.dcd"))) == 4
+    assert len(read_dcd(str(split / "replica_001.dcd"))) == 5          # steps 0, 10, 20, 30, 40
     _assert_same_run(straight, split, 2, PLACEHOLDER, platform)
 
 
@@ -176,8 +176,8 @@ def test_sigkill_at_seeded_moments_then_resume_finishes_bitwise(tmp_path, tiny):
     SIGKILLed right after its first checkpoint appears and then, after each --resume, at a seeded random
     moment while it writes; torn writes a kill can leave (a partial DCD frame, a header counting a frame that is
     not there -- OpenMM's own write order --, a partial CSV row, a half-written checkpoint.chk.tmp) are added
-    before the last resume. Every killed state is readable, and the final --resume gives exactly 120 frames per
-    replica, bitwise equal to an uninterrupted run."""
+    before the last resume. Every killed state is readable, and the final --resume gives exactly 121 frames per
+    replica (steps 0, 5, ..., 600: step 0 once), bitwise equal to an uninterrupted run."""
     steps = 600
     ref = tmp_path / "ref"
     assert main(_args(ref, tiny, steps, "--checkpoint-interval", 10, report=5)) == 0
@@ -220,8 +220,8 @@ def test_sigkill_at_seeded_moments_then_resume_finishes_bitwise(tmp_path, tiny):
     assert res.returncode == 0, res.stderr
     assert not (out / "checkpoint.chk.tmp").exists()
     for r in range(2):
-        assert len(read_dcd(str(out / f"replica_{r:03d}.dcd"))) == steps // 5
-        assert md.load(str(out / f"replica_{r:03d}.dcd"), top=str(out / "topology.pdb")).n_frames == steps // 5
+        assert len(read_dcd(str(out / f"replica_{r:03d}.dcd"))) == steps // 5 + 1
+        assert md.load(str(out / f"replica_{r:03d}.dcd"), top=str(out / "topology.pdb")).n_frames == steps // 5 + 1
     _assert_same_run(ref, out, 2, tiny, "CPU")
 
 
@@ -265,7 +265,7 @@ def test_on_blowup_stop_names_replica_and_step_and_keeps_the_checkpoint(tmp_path
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "simulation unstable: step 30: replica 1: force" in err and "last good checkpoint: step 20" in err
     assert read_checkpoint(str(out / "checkpoint.chk"))[0]["step"] == 20
-    assert [len(read_dcd(str(out / f"replica_{r:03d}.dcd"))) for r in range(2)] == [2, 2]
+    assert [len(read_dcd(str(out / f"replica_{r:03d}.dcd"))) for r in range(2)] == [3, 3]     # steps 0, 10, 20
     assert not (out / "dropped.json").exists()
 
 
@@ -293,14 +293,14 @@ def test_on_blowup_drop_freezes_the_replica_and_the_others_go_on(tmp_path, tiny,
     assert [(d["replica"], d["step"]) for d in dropped] == [(1, 30)] and "exceeds" in dropped[0]["reason"]
     assert json.loads((out / "run.json").read_text())["on_blowup"] == "drop"
     meta = read_checkpoint(str(out / "checkpoint.chk"))[0]
-    assert meta["dropped"] == dropped and meta["dcd_frames"] == [6, 2]
+    assert meta["dropped"] == dropped and meta["dcd_frames"] == [7, 3]
     frozen = read_dcd(str(out / "replica_001.dcd"))
     ours, theirs = read_dcd(str(out / "replica_000.dcd")), read_dcd(str(good / "replica_000.dcd"))
-    assert len(frozen) == 2 and len(ours) == 6 and np.isfinite(ours).all()
+    assert len(frozen) == 3 and len(ours) == 7 and np.isfinite(ours).all()     # from step 0
     with open(out / "log.csv") as f:
         rows = [(int(r["step"]), int(r["replica"])) for r in csv.DictReader(f)]
-    assert rows == [(10, 0), (10, 1), (20, 0), (20, 1), (30, 0), (40, 0), (50, 0), (60, 0)]
-    assert np.array_equal(ours[:3], theirs[:3])
+    assert rows == [(0, 0), (0, 1), (10, 0), (10, 1), (20, 0), (20, 1), (30, 0), (40, 0), (50, 0), (60, 0)]
+    assert np.array_equal(ours[:4], theirs[:4])
     if platform == "CPU":
         assert np.array_equal(ours, theirs)
     # frozen where its last check passed -- here the (squashed) state the resumed run started from --, at rest
@@ -333,7 +333,7 @@ def test_a_replica_gone_nan_is_dropped_and_stays_dropped_on_resume(tmp_path, tin
     err = capsys.readouterr().err
     assert "resuming" in err and "(1 of 2 replicas dropped)" in err and "dropped at" not in err
     _assert_same_run(straight, split, 2, tiny, "CPU")
-    assert len(read_dcd(str(split / "replica_001.dcd"))) == 2 and len(read_dcd(str(split / "replica_000.dcd"))) == 8
+    assert len(read_dcd(str(split / "replica_001.dcd"))) == 3 and len(read_dcd(str(split / "replica_000.dcd"))) == 9
     # frozen at its last good frame (step 20: the last one in its DCD), at rest
     _, pos, vel = _checkpoint_state(split / "checkpoint.chk", tiny, 2, "CPU")
     assert np.abs(pos[N_BEADS:] - read_dcd(str(split / "replica_001.dcd"))[-1]).max() < 1e-6

@@ -91,9 +91,9 @@ def test_report_of_a_simulate_run_matches_a_direct_computation(sim_run, tmp_path
         frames = md.load(str(sim_run / f"replica_{r:03d}.dcd"), top=top.topology).xyz[:, ca].astype(float)
         pooled.append(frames)
         got = rep["replicas"][r]
-        assert got["replica"] == r and got["frames"] == 4
-        assert got["step"] == [10, 20, 30, 40]
-        assert np.allclose(got["time_ps"], [0.04, 0.08, 0.12, 0.16])
+        assert got["replica"] == r and got["frames"] == 5          # step 0 (the start) and 4 more
+        assert got["step"] == [0, 10, 20, 30, 40]
+        assert np.allclose(got["time_ps"], [0.0, 0.04, 0.08, 0.12, 0.16])
         rmsd, aligned = kabsch_align(frames, ref)
         assert np.abs(np.array(got["rmsd_nm"]) - rmsd).max() < 1e-5
         assert rmsd.max() > 1e-3                       # the frames did move: the comparison means something
@@ -114,7 +114,7 @@ def test_report_of_a_simulate_run_matches_a_direct_computation(sim_run, tmp_path
         assert np.allclose(trace["temperature_K"], [float(x["temperature_K"]) for x in mine])
         assert rep["replicas"][r]["summary"]["temperature_mean_K"] == pytest.approx(
             np.mean([float(x["temperature_K"]) for x in mine]))
-    # contact map: fraction of the 8 pooled frames with CA-CA < 0.8 nm, |i-j| >= 3; reference in "reference"
+    # contact map: fraction of the 10 pooled frames with CA-CA < 0.8 nm, |i-j| >= 3; reference in "reference"
     allf = np.concatenate(pooled)
     d = np.linalg.norm(allf[:, :, None] - allf[:, None], axis=-1)
     want = (d < 0.8).mean(axis=0)
@@ -130,7 +130,7 @@ def test_report_of_a_simulate_run_matches_a_direct_computation(sim_run, tmp_path
     rmsd_all = np.concatenate([rep["replicas"][r]["rmsd_nm"] for r in range(2)])
     rg_all = np.concatenate([rep["replicas"][r]["rg_nm"] for r in range(2)])
     counts, _, _ = np.histogram2d(rmsd_all, rg_all, bins=[fes["rmsd_edges_nm"], fes["rg_edges_nm"]])
-    assert counts.sum() == 8
+    assert counts.sum() == 10
     F = np.array([[np.nan if v is None else v for v in row] for row in fes["free_energy_kJ_mol"]])
     assert np.array_equal(np.isfinite(F), counts > 0)
     kT = rep["kT_kJ_mol"]
@@ -147,7 +147,7 @@ def test_options_replicas_stride_temperature_reference(sim_run, tmp_path, capsys
     assert rc == 0, err
     rep = json.loads((out / "report.json").read_text())
     assert [r["replica"] for r in rep["replicas"]] == [1] and list(rep["log"]) == ["1"]
-    assert rep["replicas"][0]["step"] == [10, 30] and rep["replicas"][0]["frames"] == 2
+    assert rep["replicas"][0]["step"] == [0, 20, 40] and rep["replicas"][0]["frames"] == 3
     assert rep["temperature_K"] == 350 and rep["kT_kJ_mol"] == pytest.approx(MOLAR_GAS_CONSTANT_KJ_MOL_K * 350)
     assert rep["fes"]["bins"] == 3 and len(rep["fes"]["free_energy_kJ_mol"]) == 3
     # the all-atom PDB's CA atoms are the 5-bead mapping's CA beads: same RMSD as against topology.pdb
@@ -258,7 +258,7 @@ def test_refuses_to_overwrite_a_report_without_force(sim_run, tmp_path, capsys):
     assert (out / "report.json").read_text() == before
     rc, err = _analyze(capsys, sim_run, "--out", out, "--stride", "2", "--force")
     assert rc == 0, err
-    assert json.loads((out / "report.json").read_text())["replicas"][0]["frames"] == 2
+    assert json.loads((out / "report.json").read_text())["replicas"][0]["frames"] == 3     # steps 0, 20, 40 of 0..40
 
 
 def test_bad_input_is_one_line_and_exit_2(sim_run, tmp_path, capsys):
@@ -325,5 +325,199 @@ def test_partial_last_log_row_is_tolerated(sim_run, tmp_path, capsys):
     rc, err = _analyze(capsys, d)
     assert rc == 0, err
     rep = json.loads((d / "analysis" / "report.json").read_text())
-    assert rep["log"]["0"]["step"] == [10, 20, 30, 40]
+    assert rep["log"]["0"]["step"] == [0, 10, 20, 30, 40]
     assert any("incomplete" in n for n in rep["notes"])
+
+
+# -- parallel tempering: per temperature, never pooled --------------------------------------------------------
+
+LADDER = "300:400:3"
+
+
+@pytest.fixture(scope="module")
+def pt_run(tmp_path_factory):
+    """A real parallel-tempering run: 3 temperatures, 40 steps, an exchange and a frame every 10 steps."""
+    from flashschnet.scripts.simulate import main as simulate
+
+    out = tmp_path_factory.mktemp("pt") / "run"
+    rc = simulate([PDB, "--model", MODEL, "--steps", "40", "--temperatures", LADDER, "--exchange-interval", "10",
+                   "--report-interval", "10", "--out", str(out), "--seed", "3", "--quiet", "--threads", "1"])
+    assert rc == 0
+    return out
+
+
+def _rung_frames(run, name):
+    """The CA frames of one T<K>.dcd, read with mdtraj (independently of flashschnet's reader)."""
+    top = md.load(str(run / "topology.pdb"))
+    ca = top.topology.select("name CA")
+    return md.load(str(run / name), top=top.topology).xyz[:, ca].astype(float), top.xyz[0, ca].astype(float)
+
+
+def _fes_array(fes):
+    return np.array([[np.nan if v is None else v for v in row] for row in fes["free_energy_kJ_mol"]])
+
+
+def test_tempering_run_is_analysed_per_temperature_each_with_its_own_kT(pt_run, tmp_path, capsys):
+    from flashschnet.openmm.ensemble.ladder import geometric_ladder, rung_name
+
+    out = tmp_path / "pt_report"
+    rc, err = _analyze(capsys, pt_run, "--out", out, "--bins", "2")
+    assert rc == 0, err
+    assert FILES <= set(os.listdir(out))
+    rep = json.loads((out / "report.json").read_text())
+    temps = geometric_ladder(300.0, 400.0, 3)
+    assert rep["ensemble"] == "parallel tempering" and rep["temperatures_K"] == pytest.approx(temps, abs=1e-9)
+    # nothing per walker, nothing under one temperature
+    assert "replicas" not in rep and "temperature_K" not in rep and "kT_kJ_mol" not in rep and "fes" not in rep
+    with open(pt_run / "log.csv") as f:
+        log_rows = list(csv.DictReader(f))
+    nontrivial = 0
+    for rec, t in zip(rep["temperatures"], temps):
+        name = rung_name(t) + ".dcd"
+        frames, ref = _rung_frames(pt_run, name)
+        assert rec["file"] == name and rec["frames"] == len(frames) == rec["summary"]["frames"] > 1
+        assert np.abs(np.array(rec["rmsd_nm"]) - kabsch_align(frames, ref)[0]).max() < 1e-5
+        assert np.abs(np.array(rec["rg_nm"]) - radius_of_gyration(frames)).max() < 1e-5
+        # F = -R T ln p from this temperature's frames only, with this temperature's kT
+        kT = MOLAR_GAS_CONSTANT_KJ_MOL_K * t
+        assert rec["kT_kJ_mol"] == pytest.approx(kT, rel=1e-12)
+        fes = rec["fes"]
+        counts, _, _ = np.histogram2d(rec["rmsd_nm"], rec["rg_nm"], bins=[fes["rmsd_edges_nm"], fes["rg_edges_nm"]])
+        assert counts.sum() == len(frames)
+        F = _fes_array(fes)
+        assert np.array_equal(np.isfinite(F), counts > 0)
+        assert np.allclose(F[counts > 0], -kT * np.log(counts[counts > 0] / counts.max()), rtol=1e-9, atol=1e-12)
+        nontrivial += bool((F[counts > 0] > 0).any())         # a bin below the top one: the kT is tested
+        # the contact map of this temperature's frames
+        d = np.linalg.norm(frames[:, :, None] - frames[:, None], axis=-1)
+        cm = np.array(rec["contact_map"], dtype=float)
+        far = np.abs(np.subtract.outer(np.arange(len(cm)), np.arange(len(cm)))) >= 3
+        assert np.allclose(cm[far], (d < 0.8).mean(axis=0)[far])
+        # energies: the log rows whose walker was at this temperature (its thermostat_K)
+        mine = sorted((r for r in log_rows if abs(float(r["thermostat_K"]) - t) < 1e-6), key=lambda r: int(r["step"]))
+        assert rec["log"]["step"] == [int(r["step"]) for r in mine] and len(mine) == len(frames)
+        assert np.allclose(rec["log"]["potential_energy_kJ_mol"], [float(r["potential_energy_kJ_mol"]) for r in mine])
+        assert rec["log"]["walker"] == [int(r["replica"]) for r in mine]
+    assert nontrivial >= 2, "the run's F surfaces are flat: the kT check means nothing"
+    md_text = (out / "report.md").read_text()
+    assert "| T (K) | kT (kJ/mol) |" in md_text and "| 346.4 | 2.88 | `T346.4.dcd` |" in md_text
+    assert "| replica |" not in md_text and "pooled" not in md_text.replace("no result pools", "")
+    # far too few frames for anything: warnings, on stderr and in the report
+    assert {s["figure"] for s in rep["too_little_data"]} == {"energy.png", "structure.png", "contacts.png", "fes.png"}
+    fes_short = next(s for s in rep["too_little_data"] if s["figure"] == "fes.png")
+    n = rep["temperatures"][0]["frames"]
+    assert fes_short["subjects"] == pytest.approx(temps) and fes_short["frames"] == n
+    assert fes_short["more_frames"] == 100 - n and fes_short["more_steps"] == (100 - n) * 10
+    assert f"warning: {fes_short['message']}" in err and "## Too little data" in md_text
+
+
+def test_tempering_run_refuses_temperature_and_replicas(pt_run, tmp_path, capsys):
+    out = tmp_path / "never"
+    _one_line_error(*_analyze(capsys, pt_run, "--out", out, "--temperature", "350"),
+                    "--temperature 350", "parallel-tempering run (3 temperatures, 300.0-400.0 K)", "own kT")
+    _one_line_error(*_analyze(capsys, pt_run, "--out", out, "--replicas", "0"),
+                    "--replicas", "analysed per temperature", "not per walker")
+    assert not out.exists()
+    # a run killed before it demultiplexed: its per-temperature files are not there yet
+    d = _copy(pt_run, tmp_path / "killed")
+    (d / "T346.4.dcd").unlink()
+    _one_line_error(*_analyze(capsys, d, "--out", out), "T346.4.dcd: missing", "--resume")
+    assert not out.exists()
+
+
+def test_tempering_run_of_an_older_layout(pt_run, tmp_path, capsys):
+    """run.json's temperature_K beside temperatures is not the run's kT; a log without thermostat_K is attributed
+    through walkers.csv; without run.json the ladder comes from the T<K>.dcd names, and a log no file attributes
+    is left out (noted), never shown under a guessed temperature; a rung without frames is left out (noted)."""
+    import openmm.app as app
+    import openmm.unit as u
+
+    d = _copy(pt_run, tmp_path / "old")
+    cfg = json.loads((d / "run.json").read_text())
+    cfg["temperature_K"] = 350.0
+    (d / "run.json").write_text(json.dumps(cfg))
+    with open(d / "log.csv") as f:
+        rows = list(csv.reader(f))
+    drop = rows[0].index("thermostat_K")
+    (d / "log.csv").write_text("".join(",".join(r[:drop] + r[drop + 1:]) + "\n" for r in rows))
+    rc, err = _analyze(capsys, d, "--out", d / "a")
+    assert rc == 0, err
+    rep = ref_rep = json.loads((d / "a" / "report.json").read_text())
+    assert [r["kT_kJ_mol"] for r in rep["temperatures"]] == pytest.approx(
+        [MOLAR_GAS_CONSTANT_KJ_MOL_K * t for t in rep["temperatures_K"]])
+    assert any("walkers.csv" in n for n in rep["notes"])
+    with open(pt_run / "log.csv") as f:
+        log_rows = list(csv.DictReader(f))
+    for rec in rep["temperatures"]:
+        mine = sorted((r for r in log_rows if abs(float(r["thermostat_K"]) - rec["temperature_K"]) < 1e-6),
+                      key=lambda r: int(r["step"]))
+        assert rec["log"]["walker"] == [int(r["replica"]) for r in mine]
+
+    # no run.json, no walkers.csv, no thermostat_K; the 400 K walker dropped before its first frame
+    (d / "run.json").unlink()
+    (d / "walkers.csv").unlink()
+    pdb = app.PDBFile(str(d / "topology.pdb"))
+    with open(d / "T400.0.dcd", "wb") as f:
+        app.DCDFile(f, pdb.topology, 0.004 * u.picosecond)
+    rc, err = _analyze(capsys, d, "--out", d / "b")
+    assert rc == 0, err
+    rep = json.loads((d / "b" / "report.json").read_text())
+    assert rep["temperatures_K"] == [300.0, 346.4] and "file names" in rep["temperature_source"]
+    assert rep["temperatures"][1]["kT_kJ_mol"] == pytest.approx(MOLAR_GAS_CONSTANT_KJ_MOL_K * 346.4)
+    assert rep["temperatures"][0]["rmsd_nm"] == ref_rep["temperatures"][0]["rmsd_nm"]
+    assert all(r["log"] is None and "potential_energy_mean_kJ_mol" not in r["summary"] for r in rep["temperatures"])
+    assert any("not attributed to temperatures" in n for n in rep["notes"])
+    assert any("T400.0.dcd: no frame" in n and "400.0 K is left out" in n for n in rep["notes"])
+    assert "energy.png" not in {s["figure"] for s in rep["too_little_data"]}
+
+
+# -- too little data ------------------------------------------------------------------------------------------
+
+def test_too_little_data_is_warned_with_how_much_more(sim_run, tmp_path, capsys):
+    """sim_run has a handful of frames per replica: every figure is short, and the warning says by how much."""
+    from flashschnet.openmm.analyze import MIN_CONTACT_FRAMES, MIN_FES_FRAMES, MIN_RMSF_FRAMES, MIN_TRACE_POINTS
+
+    out = tmp_path / "short"
+    rc, err = _analyze(capsys, sim_run, "--out", out)
+    assert rc == 0, err
+    rep = json.loads((out / "report.json").read_text())
+    per = [len(md.load(str(sim_run / f"replica_{r:03d}.dcd"), top=str(sim_run / "topology.pdb"))) for r in range(2)]
+    short = {(s["figure"], s["quantity"]): s for s in rep["too_little_data"]}
+    fes = short["fes.png", "F(RMSD, Rg)"]
+    assert fes["subjects"] is None and fes["frames"] == sum(per) and fes["needed"] == MIN_FES_FRAMES
+    # two replicas add two frames per report of 10 steps
+    assert fes["more_frames"] == MIN_FES_FRAMES - sum(per)
+    assert fes["more_steps"] == -(-(MIN_FES_FRAMES - sum(per)) // 2) * 10
+    assert f"from {sum(per)} frames (2 replicas pooled); at least {MIN_FES_FRAMES} are needed" in fes["message"]
+    rmsf_short = short["structure.png", "the RMSF"]
+    assert rmsf_short["subjects"] == [0, 1] and rmsf_short["frames"] == min(per)
+    assert rmsf_short["more_steps"] == (MIN_RMSF_FRAMES - min(per)) * 10
+    assert (("contacts.png", "the contact map") in short) == (sum(per) < MIN_CONTACT_FRAMES)
+    with open(sim_run / "log.csv") as f:
+        rows = [int(r["replica"]) for r in csv.DictReader(f)]
+    few_rows = min(map(rows.count, (0, 1))) < MIN_TRACE_POINTS
+    assert (("energy.png", "the energy and temperature traces") in short) == few_rows
+    warned = [l for l in err.splitlines() if "warning: too little data" in l]
+    assert [l.split("warning: ", 1)[1] for l in warned] == [s["message"] for s in rep["too_little_data"]]
+    md_text = (out / "report.md").read_text()
+    assert "## Too little data" in md_text and fes["message"] in md_text
+
+
+def test_enough_data_is_not_warned_about(tmp_path, capsys):
+    """A synthetic single-trajectory run of exactly MIN_FES_FRAMES frames: no warning; one frame less: only F's."""
+    from flashschnet.openmm.analyze import MIN_FES_FRAMES
+
+    run = tmp_path / "enough"
+    _martini_dir(run, n_frames=MIN_FES_FRAMES)
+    rc, err = _analyze(capsys, run)
+    assert rc == 0, err
+    assert json.loads((run / "analysis" / "report.json").read_text())["too_little_data"] == []
+    assert "warning" not in err and "Too little data" not in (run / "analysis" / "report.md").read_text()
+    run = tmp_path / "one_short"
+    _martini_dir(run, n_frames=MIN_FES_FRAMES - 1)
+    rc, err = _analyze(capsys, run)
+    assert rc == 0, err
+    short = json.loads((run / "analysis" / "report.json").read_text())["too_little_data"]
+    assert [(s["figure"], s["frames"], s["more_frames"], s["more_steps"]) for s in short] == \
+        [("fes.png", MIN_FES_FRAMES - 1, 1, 100)]
+    assert err.count("warning: too little data") == 1

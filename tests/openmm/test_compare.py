@@ -42,7 +42,8 @@ def test_tiny_comparison(tmp_path, capsys):
     assert res["ss_native"] == "CHHHHHHHCCHHHHCCCCCC"                     # mdtraj DSSP of 1L2Y, model 1
     for run in (m, f):
         s = run["summary"]
-        assert len(s["times_ns"]) == 5 and 0.0 <= s["q"]["mean"] <= 1.0 and s["rmsd"]["mean"] >= 0.0
+        assert len(s["times_ns"]) == 6 and s["times_ns"][0] == 0.0          # step 0 and 5 frames
+        assert 0.0 <= s["q"]["mean"] <= 1.0 and s["rmsd"]["mean"] >= 0.0
         assert 0.0 <= s["ss_retention"]["mean"] <= 1.0
     md = (out / "comparison.md").read_text()
     for row in ("ns/day per replica", "ns/day aggregate", "backbone RMSD", "radius of gyration", "RMSF",

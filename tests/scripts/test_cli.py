@@ -46,7 +46,7 @@ def test_short_run_reads_back_with_mdtraj(tmp_path):
     assert top.n_atoms == 97
     for r in range(2):
         traj = md.load(str(out / f"replica_{r:03d}.dcd"), top=str(out / "topology.pdb"))
-        assert traj.n_frames == 2 and traj.n_atoms == 97
+        assert traj.n_frames == 3 and traj.n_atoms == 97        # steps 0 (the start), 10, 20
         assert np.isfinite(traj.xyz).all()
         # bonds intact: every CG bond shorter than 0.5 nm
         bonds = np.array([[a.index, b.index] for a, b in top.topology.bonds])
@@ -56,10 +56,10 @@ def test_short_run_reads_back_with_mdtraj(tmp_path):
     assert not np.array_equal(a, b)  # replicas are independent trajectories
     with open(out / "log.csv") as f:
         rows = list(csv.DictReader(f))
-    assert [(int(r["step"]), int(r["replica"])) for r in rows] == [(10, 0), (10, 1), (20, 0), (20, 1)]
+    assert [(int(r["step"]), int(r["replica"])) for r in rows] == [(0, 0), (0, 1), (10, 0), (10, 1), (20, 0), (20, 1)]
     for r in rows:
         assert np.isfinite(float(r["potential_energy_kJ_mol"])) and 50 < float(r["temperature_K"]) < 1000
-    assert float(rows[0]["time_ps"]) == pytest.approx(0.04)
+    assert float(rows[0]["time_ps"]) == 0.0 and float(rows[2]["time_ps"]) == pytest.approx(0.04)
 
 
 @pytest.mark.parametrize("platform", ["Reference", "CPU"])
@@ -72,12 +72,12 @@ def test_resume_continues_the_trajectory(tmp_path, platform):
     assert rc == 0
     t1 = md.load(str(straight / "replica_000.dcd"), top=str(straight / "topology.pdb"))
     t2 = md.load(str(split / "replica_000.dcd"), top=str(split / "topology.pdb"))
-    assert t1.n_frames == t2.n_frames == 4
+    assert t1.n_frames == t2.n_frames == 5                  # step 0 once, not again on resume
     # the resumed run repeats the straight one bitwise (tests/integration/test_long_runs.py checks every output)
     assert np.array_equal(t1.xyz, t2.xyz)
     with open(split / "log.csv") as f:
         steps = [int(r["step"]) for r in csv.DictReader(f)]
-    assert steps == [10, 20, 30, 40]
+    assert steps == [0, 10, 20, 30, 40]
 
 
 def test_resume_cuts_output_written_after_the_checkpoint(tmp_path):
@@ -94,9 +94,9 @@ def test_resume_cuts_output_written_after_the_checkpoint(tmp_path):
     rc, _ = _run(tmp_path, "cut", "--resume", "--checkpoint-interval", "20", steps=40)
     assert rc == 0
     traj = md.load(str(out / "replica_000.dcd"), top=str(out / "topology.pdb"))
-    assert traj.n_frames == 4
+    assert traj.n_frames == 5
     with open(out / "log.csv") as f:
-        assert [int(r["step"]) for r in csv.DictReader(f)] == [10, 20, 30, 40]
+        assert [int(r["step"]) for r in csv.DictReader(f)] == [0, 10, 20, 30, 40]
 
 
 def test_blow_up_stops_with_a_clear_message_and_keeps_the_checkpoint(tmp_path, capsys):
@@ -111,7 +111,7 @@ def test_blow_up_stops_with_a_clear_message_and_keeps_the_checkpoint(tmp_path, c
 
     assert read_checkpoint(str(out / "checkpoint.chk"))[0]["step"] == 20
     traj = md.load(str(out / "replica_000.dcd"), top=str(out / "topology.pdb"))
-    assert traj.n_frames == 2   # the broken step-30 state was not recorded
+    assert traj.n_frames == 3   # steps 0, 10, 20: the broken step-30 state was not recorded
 
 
 @pytest.mark.parametrize("args, message", [
@@ -170,7 +170,7 @@ def test_entry_point_run_without_traceback(tmp_path):
 def test_python_force_run(tmp_path, capsys):
     rc, out = _run(tmp_path, "py", "--network-force", "python", steps=10)
     assert rc == 0
-    assert md.load(str(out / "replica_000.dcd"), top=str(out / "topology.pdb")).n_frames == 1
+    assert md.load(str(out / "replica_000.dcd"), top=str(out / "topology.pdb")).n_frames == 2    # steps 0, 10
     assert "done: 10 steps x 1 replica of 97 beads" in capsys.readouterr().err     # not "1 replicas"
 
 
@@ -187,7 +187,7 @@ def test_quantized_run_records_the_variant_and_resumes_only_with_it(tmp_path, ca
     assert rc == 0
     assert json.loads((out / "run.json").read_text())["quantize"] == "fp16"
     assert "16-bit weights: float16, per-channel scales" in capsys.readouterr().err
-    assert md.load(str(out / "replica_000.dcd"), top=str(out / "topology.pdb")).n_frames == 1
+    assert md.load(str(out / "replica_000.dcd"), top=str(out / "topology.pdb")).n_frames == 2
     rc = main([PDB, "--model", MODEL, "--steps", "20", "--out", str(out), "--report-interval", "10", "--quiet",
                "--resume", "--quantize", "bf16"])
     assert rc == 2 and "quantize" in capsys.readouterr().err
@@ -211,24 +211,26 @@ def test_matmul_is_recorded_and_resumes_only_with_it(tmp_path, capsys):
 
 def test_compression_is_recorded_and_resumes_only_with_it(tmp_path, capsys):
     """--compress / --compress-knots (filter tables, docs/compression.md) are settings of the run: recorded in
-    run.json, named in the network note, and a resume with another table dtype or knot count is refused; a run
-    written before the options existed resumes as uncompressed."""
+    run.json, named in the network note, a resume with another table dtype or knot count is refused, and one that
+    leaves them out takes the run's; a run written before the options existed resumes as uncompressed."""
     rc, out = _run(tmp_path, "c", "--compress", "float16", "--compress-knots", "64", steps=10)
     assert rc == 0
     run = json.loads((out / "run.json").read_text())
     assert run["compress"] == "float16" and run["compress_knots"] == 64
     assert "filter tables: quintic float16 table, 64 knots" in capsys.readouterr().err
-    assert md.load(str(out / "replica_000.dcd"), top=str(out / "topology.pdb")).n_frames == 1
+    assert md.load(str(out / "replica_000.dcd"), top=str(out / "topology.pdb")).n_frames == 2
     resume = [PDB, "--model", MODEL, "--steps", "20", "--out", str(out), "--report-interval", "10", "--quiet",
               "--resume"]
-    for extra, key in ((["--compress", "bfloat16", "--compress-knots", "64"], "compress="),
-                       (["--compress", "float16", "--compress-knots", "128"], "compress_knots="),
-                       (["--compress", "float16"], "compress_knots="),
-                       ([], "compress=")):
+    for extra, key in ((["--compress", "bfloat16", "--compress-knots", "64"], "--compress bfloat16 (the run's: float16)"),
+                       (["--compress", "float16", "--compress-knots", "128"], "--compress-knots 128 (the run's: 64)"),
+                       (["--compress", "none"], "--compress none (the run's: float16)")):
         assert main(resume + extra) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and key in err[0] and "--resume with" in err[0], err
-    assert main(resume + ["--compress", "float16", "--compress-knots", "64"]) == 0
+    assert main(resume + ["--compress", "float16"]) == 0        # the knots left out: the run's
+    assert "filter tables: quintic float16 table, 64 knots" in capsys.readouterr().err
+    assert main(resume[:-1] + ["--steps", "30", "--resume"]) == 0   # both left out: the run's
+    assert "filter tables: quintic float16 table, 64 knots" in capsys.readouterr().err
 
     rc, old = _run(tmp_path, "old", steps=10)          # run.json of a run before --compress existed
     assert rc == 0
@@ -255,3 +257,51 @@ def test_a_nan_coordinate_is_one_line_exit_2_and_nothing_written(tmp_path, capsy
     assert err == [f"flashschnet-simulate: error: {pdb}: line {i + 1}: atom {lines[i][12:16].strip()} of residue "
                    + err[0].split(" of residue ", 1)[1]], err
     assert "non-finite coordinate" in err[0] and not (tmp_path / "o").exists()
+
+
+def test_step_0_is_the_first_frame_and_the_default_interval_gives_101_frames(tmp_path, capsys):
+    """No --report-interval: --steps 200 -> every 2 steps (--steps // 100), checkpoints every 20; the starting
+    structure (topology.pdb's positions) is frame 0, step 0 in the DCD header and the log (issue 27, item 6)."""
+    from flashschnet.openmm.dcd import read_dcd, read_header
+    from helpers.tools import tool
+
+    tiny = tool("memory_long_run").tiny_model(PDB, str(tmp_path / "tiny.pt"))    # ~40x faster per step
+    out = tmp_path / "auto"
+    assert main([PDB, "--model", tiny, "--steps", "200", "--out", str(out), "--seed", "3", "--quiet",
+                 "--threads", "1"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    settings = json.loads((out / "run.json").read_text())
+    assert (settings["report_interval"], settings["checkpoint_interval"]) == (2, 20)
+    head = read_header(str(out / "replica_000.dcd"))
+    assert (head.frames, head.first_step, head.interval) == (101, 0, 2)
+    frames = read_dcd(str(out / "replica_000.dcd"))
+    start = md.load(str(out / "topology.pdb")).xyz[0]
+    assert np.abs(frames[0] - start).max() < 1e-4 and np.abs(frames[-1] - start).max() > 1e-2    # PDB: 0.001 A
+    with open(out / "log.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["step"]) for r in rows] == list(range(0, 201, 2)) and float(rows[0]["time_ps"]) == 0.0
+
+
+def test_a_run_shorter_than_its_report_interval_warns_and_writes_step_0(tmp_path, capsys):
+    rc, out = _run(tmp_path, "short", steps=5)                       # --report-interval 10
+    assert rc == 0
+    warnings = [l for l in capsys.readouterr().err.splitlines() if "warning" in l]
+    assert warnings == ["flashschnet-simulate: warning: --steps 5 with --report-interval 10 writes only the starting "
+                        "frame (step 0) and its log row; leave --report-interval out (here 1: 6 frames) or pass "
+                        "--steps of at least 10"]
+    assert md.load(str(out / "replica_000.dcd"), top=str(out / "topology.pdb")).n_frames == 1
+    with open(out / "log.csv") as f:
+        assert [int(r["step"]) for r in csv.DictReader(f)] == [0]
+
+
+def test_a_start_that_fails_the_health_check_writes_no_frame(tmp_path, capsys):
+    """The step-0 frame is checked like any other: a start beyond --max-force stops the run (exit 3) before a
+    frame, a log row or a checkpoint is written."""
+    from flashschnet.openmm.dcd import read_dcd
+
+    rc, out = _run(tmp_path, "bad-start", "--max-force", "1", steps=10)
+    assert rc == 3
+    assert "simulation unstable: step 0: replica 0: force" in capsys.readouterr().err
+    assert len(read_dcd(str(out / "replica_000.dcd"))) == 0 and not (out / "checkpoint.chk").exists()
+    with open(out / "log.csv") as f:
+        assert list(csv.DictReader(f)) == []

@@ -124,7 +124,7 @@ def test_local_workers_repeat_the_single_process_run_bitwise(tmp_path, reference
                              lambda b, s, echo: DaskBlocks(b, s, workers=workers, echo=echo))
     assert len(set(pids)) == workers and os.getpid() not in pids
     assert result.steps_done == STEPS and result.rollbacks == 0
-    assert result.acceptance == reference.acceptance and result.rung_frames == [STEPS // REPORT] * 4
+    assert result.acceptance == reference.acceptance and result.rung_frames == [STEPS // REPORT + 1] * 4   # + step 0
     _assert_same(reference.out, result.out)
 
 
@@ -152,11 +152,11 @@ def test_a_killed_worker_rolls_back_to_the_checkpoint_and_the_files_hold_every_f
     lost = [line for line in lines if "lost" in line]
     assert len(lost) == 1 and "blocks [1] lost" in lost[0] and "back to step 1000" in lost[0], lines
     for w in range(4):
-        assert read_dcd(os.path.join(result.out, f"replica_{w:03d}.dcd")).shape[0] == STEPS // REPORT
-    assert result.rung_frames == [STEPS // REPORT] * 4
+        assert read_dcd(os.path.join(result.out, f"replica_{w:03d}.dcd")).shape[0] == STEPS // REPORT + 1
+    assert result.rung_frames == [STEPS // REPORT + 1] * 4
     with open(os.path.join(result.out, "log.csv")) as f:
         steps = [int(r["step"]) for r in csv.DictReader(f)]
-    assert steps == [s for s in range(REPORT, STEPS + 1, REPORT) for _ in range(4)]
+    assert steps == [s for s in range(0, STEPS + 1, REPORT) for _ in range(4)]
     _assert_same(reference.out, result.out)
 
 

@@ -91,7 +91,7 @@ def run_pt(out, seed=SEED):
 # -- the checks -------------------------------------------------------------------------------------------------
 def rung_energies(out, t_kelvin):
     """Per-particle potential energies (kJ/mol) of rung ``t_kelvin``'s frames after the burn-in, [frames*n]."""
-    x = read_dcd(rung_trajectory(str(out), t_kelvin))[BURN_FRAMES:]
+    x = read_dcd(rung_trajectory(str(out), t_kelvin))[1 + BURN_FRAMES:]      # the step-0 frame and the burn-in
     assert len(x) == STEPS // REPORT - BURN_FRAMES
     return (0.5 * K_SPRING * (x * x).sum(axis=-1)).ravel()
 
@@ -200,7 +200,7 @@ def test_every_rung_samples_boltzmann(correct_run):
     exact test of their mean. False-alarm rate 1e-3 for the run (Bonferroni over 8 tests)."""
     out, result = correct_run
     b = boltzmann_check(out)
-    assert result.steps_done == STEPS and result.rung_frames == [STEPS // REPORT] * 4
+    assert result.steps_done == STEPS and result.rung_frames == [STEPS // REPORT + 1] * 4     # + step 0
     print(describe(b, acceptance_check(out)))
     assert b[1] > ALPHA, describe(b, acceptance_check(out))
 

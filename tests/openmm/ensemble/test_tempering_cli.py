@@ -64,7 +64,7 @@ def test_tempering_run_writes_walkers_rungs_exchanges_and_resumes_bitwise(tmp_pa
     # the log: each walker's thermostat temperature is its rung's in walkers.csv
     walkers = _rows(straight / "walkers.csv")
     log = _rows(straight / "log.csv")
-    assert [int(r["step"]) for r in walkers] == [20, 40, 60, 80] and len(log) == 16
+    assert [int(r["step"]) for r in walkers] == [0, 20, 40, 60, 80] and len(log) == 20     # step 0: the start
     for row in log:
         at = next(w for w in walkers if w["step"] == row["step"])
         rung = [int(at[n]) for n in RUNGS].index(int(row["replica"]))
@@ -73,7 +73,7 @@ def test_tempering_run_writes_walkers_rungs_exchanges_and_resumes_bitwise(tmp_pa
     frames = [read_dcd(str(straight / f"replica_{w:03d}.dcd")) for w in range(4)]
     for k, name in enumerate(RUNGS):
         rung = read_dcd(str(straight / f"{name}.dcd"))
-        assert len(rung) == 4
+        assert len(rung) == 5
         for i, w in enumerate(walkers):
             assert np.array_equal(rung[i], frames[int(w[name])][i])
 
@@ -89,6 +89,17 @@ def test_tempering_run_writes_walkers_rungs_exchanges_and_resumes_bitwise(tmp_pa
     drop_speed = lambda rows: [{k: v for k, v in r.items() if k != "ns_per_day"} for r in rows]  # noqa: E731
     assert drop_speed(_rows(straight / "log.csv")) == drop_speed(_rows(split / "log.csv"))
 
+    # the run stopped after its last checkpoint, before writing the per-temperature files (e.g. a full disk):
+    # a resume with nothing left to run writes them, as the end of the run would have
+    for name in RUNGS[1:]:
+        os.remove(split / f"{name}.dcd")
+    capsys.readouterr()
+    assert main(_args(split, tiny, 80, "--temperatures", LADDER, "--resume")) == 0
+    err = capsys.readouterr().err
+    assert "nothing to do" in err and "per-temperature trajectories" in err
+    for name in RUNGS:
+        assert np.array_equal(read_dcd(str(straight / f"{name}.dcd")), read_dcd(str(split / f"{name}.dcd"))), name
+
 
 def test_pure_ensemble_of_blocks_in_one_process(tmp_path, tiny, capsys):
     """--replicas 3 --blocks 2: two Contexts (2 + 1 replicas) with their own seeds, one temperature, no exchanges."""
@@ -97,7 +108,7 @@ def test_pure_ensemble_of_blocks_in_one_process(tmp_path, tiny, capsys):
     assert "ensemble: 3 replicas; 2 block(s) of 2, 1 walkers in this process" in capsys.readouterr().err
     assert not (out / "exchanges.csv").exists() and not list(out.glob("T*.dcd"))
     frames = [read_dcd(str(out / f"replica_{w:03d}.dcd")) for w in range(3)]
-    assert [len(f) for f in frames] == [2, 2, 2]
+    assert [len(f) for f in frames] == [3, 3, 3]          # steps 0, 20, 40
     assert not np.array_equal(frames[0], frames[1]) and not np.array_equal(frames[0], frames[2])
     assert {float(r["thermostat_K"]) for r in _rows(out / "log.csv")} == {300.0}
 
@@ -131,7 +142,7 @@ def test_resume_needs_the_same_ladder(tmp_path, tiny, capsys):
     assert main(_args(out, tiny, 20, "--temperatures", LADDER)) == 0
     capsys.readouterr()
     assert main(_args(out, tiny, 40, "--temperatures", "300:420:5", "--resume")) == 2
-    assert "--resume with temperatures='300:420:5', but the run was started with '300:420:4'" in capsys.readouterr().err
+    assert "--temperatures 300:420:5 (the run's: 300:420:4)" in capsys.readouterr().err
 
 
 def test_a_single_process_tempering_run_does_not_import_dask(tmp_path, tiny):

@@ -79,7 +79,7 @@ def test_resume_and_split_runs_repeat_the_uninterrupted_run_bitwise(tmp_path):
     --resume to 200: trajectories (per walker and per temperature), exchanges, walkers.csv and log rows agree."""
     straight, split = tmp_path / "a", tmp_path / "b"
     r = _run(_plan(straight, 200))
-    assert r.steps_done == 200 and len(r.acceptance) == 3 and r.rung_frames == [4] * 4
+    assert r.steps_done == 200 and len(r.acceptance) == 3 and r.rung_frames == [5] * 4      # steps 0, 50, ..., 200
     _run(_plan(split, 125))
     assert sorted(os.listdir(split / "blocks")) == ["block_000.s125.chk", "block_001.s125.chk"]
     _run(_plan(split, 200), resume=True)
@@ -114,7 +114,7 @@ def test_a_lost_block_rolls_every_block_back_to_the_checkpoint_and_the_run_repea
     blocks.close()
     assert r.rollbacks == 1 and any("back to step 100" in m for m in messages)
     _assert_same(straight, lost)
-    assert [len(read_dcd(str(lost / f"replica_{w:03d}.dcd"))) for w in range(4)] == [4] * 4
+    assert [len(read_dcd(str(lost / f"replica_{w:03d}.dcd"))) for w in range(4)] == [5] * 4
 
 
 def test_a_walker_that_blows_up_is_dropped_and_the_ladder_goes_on_without_it(tmp_path):
@@ -133,7 +133,7 @@ def test_a_walker_that_blows_up_is_dropped_and_the_ladder_goes_on_without_it(tmp
         after = [row for row in csv.DictReader(f) if int(row["step"]) > step]
     assert after and all("1" not in (row["walker_lo"], row["walker_hi"]) for row in after)
     frames = [len(read_dcd(str(tmp_path / "d" / f"replica_{w:03d}.dcd"))) for w in range(4)]
-    assert frames[1] == step // 50 - 1 and frames[0] == frames[2] == frames[3] == 4
+    assert frames[1] == step // 50 and frames[0] == frames[2] == frames[3] == 5     # steps 0, 50, ... before the drop
     r2 = _run(_plan(tmp_path / "d", 300, on_blowup="drop", max_force=2.0e3, blocks=1),
               HarmonicBuilder(particles=P, k=1000.0, unstable_replica=1), resume=True)
     assert r2.dropped == [1] and len(read_dcd(str(tmp_path / "d" / "replica_001.dcd"))) == frames[1]
@@ -157,15 +157,41 @@ def test_bad_plans_are_refused_in_one_line(tmp_path, kw, match):
 
 
 def test_exchange_and_report_intervals_need_not_divide_each_other(tmp_path):
-    """Exchanges every 30 steps, frames every 50: the blocks meet at both; exchanges.csv has every multiple of 30,
-    walkers.csv and the frames every multiple of 50, and a run split at 70 (neither) resumes bitwise."""
+    """Exchanges every 30 steps, frames every 50: the blocks meet at both; exchanges.csv has every multiple of 30
+    (none at step 0), walkers.csv and the frames every multiple of 50 from step 0, and a run split at 70 (neither)
+    resumes bitwise."""
     straight, split = tmp_path / "a", tmp_path / "b"
     r = _run(_plan(straight, 200, exchange_interval=30))
     assert r.timings["exchanges"] == 6 and r.timings["segments"] == 9     # 30 50 60 90 100 120 150 180 200
     with open(straight / "exchanges.csv") as f:
         assert sorted({int(row["step"]) for row in csv.DictReader(f)}) == [30, 60, 90, 120, 150, 180]
     with open(straight / "walkers.csv") as f:
-        assert [int(row["step"]) for row in csv.DictReader(f)] == [50, 100, 150, 200]
+        assert [int(row["step"]) for row in csv.DictReader(f)] == [0, 50, 100, 150, 200]
     _run(_plan(split, 70, exchange_interval=30))
     _run(_plan(split, 200, exchange_interval=30), resume=True)
     _assert_same(straight, split)
+
+
+@pytest.mark.parametrize("first", [0, 50])
+def test_demultiplex_follows_the_walker_files_first_step(tmp_path, first):
+    """The per-temperature files pick frame (step - first) // interval of the walker at each rung: first 0 in a new
+    run (step 0 recorded), one interval in run directories written before step 0 was (they keep it on resume)."""
+    from flashschnet.openmm.dcd import DCDWriter, read_header
+    from flashschnet.openmm.ensemble.demux import demultiplex, rung_trajectory
+
+    temps, steps = [300.0, 400.0], [first + 50 * k for k in range(3)]
+    xyz = {w: np.arange(3 * P * 3, dtype=float).reshape(3, P, 3) * 0.01 + w for w in range(2)}
+    for w in range(2):
+        writer = DCDWriter(str(tmp_path / f"replica_{w:03d}.dcd"), _topology(P), 0.004, first, 50)
+        for frame in xyz[w]:
+            writer.write(frame)
+        writer.close()
+    at = [[0, 1], [1, 0], [1, 0]]                                  # walker at each rung, per report step
+    (tmp_path / "walkers.csv").write_text("step,T300.0,T400.0\n" + "".join(
+        f"{s},{a[0]},{a[1]}\n" for s, a in zip(steps, at)))
+    assert demultiplex(str(tmp_path), temps, 50, _topology(P), 0.004, 2) == [3, 3]
+    for k, t in enumerate(temps):
+        path = rung_trajectory(str(tmp_path), t)
+        assert read_header(path).first_step == first
+        want = np.stack([xyz[a[k]][i] for i, a in enumerate(at)])
+        assert np.abs(read_dcd(path) - want).max() < 1e-6

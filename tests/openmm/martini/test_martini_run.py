@@ -56,14 +56,17 @@ def test_short_run_is_stable_and_resumes(tmp_path, capsys):
     cfg = json.loads((out / "run.json").read_text())
     assert cfg["dt_fs"] == 20.0 and cfg["temperature_K"] == 300.0
     rows = _rows(out / "log.csv")
-    assert [int(r["step"]) for r in rows] == list(range(100, 1001, 100))
+    assert [int(r["step"]) for r in rows] == list(range(0, 1001, 100))          # step 0: the minimised start
     energies = np.array([float(r["potential_energy_kJ_mol"]) for r in rows])
     temps = np.array([float(r["temperature_K"]) for r in rows])
     assert np.isfinite(energies).all() and (energies < 0).all()
     assert 270 < temps.mean() < 330, temps                  # Langevin at 300 K, dof without constraints/vsites
     n = sum(1 for l in open(out / "topology.pdb") if l.startswith(("ATOM", "HETATM")))
     frames = read_dcd(str(out / "trajectory.dcd"))
-    assert frames.shape == (10, n, 3) and np.isfinite(frames).all()
+    assert frames.shape == (11, n, 3) and np.isfinite(frames).all()
+    start = np.array([[float(l[30:38]), float(l[38:46]), float(l[46:54])] for l in open(out / "topology.pdb")
+                      if l.startswith(("ATOM", "HETATM"))]) / 10.0
+    assert np.abs(frames[0] - start).max() < 1e-4          # frame 0 is the minimised structure (PDB: 0.001 A)
     bb = [i for i, l in enumerate(l for l in open(out / "topology.pdb") if l.startswith(("ATOM", "HETATM")))
           if l[12:16].strip() == "BB"]
     assert len(bb) == 20                                     # trp-cage: 20 residues
@@ -72,8 +75,8 @@ def test_short_run_is_stable_and_resumes(tmp_path, capsys):
 
     assert main(args + ["--steps", "1500", "--resume"]) == 0
     assert "resuming" in capsys.readouterr().err
-    assert [int(r["step"]) for r in _rows(out / "log.csv")] == list(range(100, 1501, 100))
-    assert read_dcd(str(out / "trajectory.dcd")).shape[0] == 15
+    assert [int(r["step"]) for r in _rows(out / "log.csv")] == list(range(0, 1501, 100))
+    assert read_dcd(str(out / "trajectory.dcd")).shape[0] == 16                # step 0 once
 
     assert main(args + ["--steps", "10"]) == 2               # the folder already holds a run
     assert "already holds a run" in capsys.readouterr().err
@@ -180,7 +183,7 @@ def test_a_nan_coordinate_is_one_line_exit_2_and_nothing_written(tmp_path, capsy
 
 def test_go_model_run_through_the_cli(tmp_path, capsys):
     """--go: martinize2 -go's files in OUT/system, one residue per Go site in the trajectory topology (they follow
-    the beads), run.json records it, and a resume must keep it."""
+    the beads), run.json records it, and a resume keeps it (given or not) and refuses another set-up."""
     out = tmp_path / "go"
     args = [PDB, "--forcefield-dir", _m3(), "--go", "--steps", "10", "--report-interval", "5",
             "--minimize-iterations", "50", "--seed", "3", "--out", str(out), "--quiet"]
@@ -192,6 +195,7 @@ def test_go_model_run_through_the_cli(tmp_path, capsys):
     assert len(sites) == 20                                  # one Go site per trp-cage residue
     capsys.readouterr()
     args[args.index("--steps") + 1] = "20"
-    assert main([a for a in args if a != "--go"] + ["--resume"]) == 2
-    assert "go" in capsys.readouterr().err
-    assert main(args + ["--resume"]) == 0
+    assert main(args + ["--resume", "--padding", "2"]) == 2
+    assert "--padding 2 (the run's: 1.5)" in capsys.readouterr().err
+    assert main([a for a in args if a != "--go"] + ["--resume"]) == 0      # --go left out: the run's
+    assert json.loads((out / "run.json").read_text())["go"] is True

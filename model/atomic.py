@@ -1,0 +1,136 @@
+"""Files written whole or not at all: a full disk, a read-only file system or an I/O error never leaves a
+truncated file where a complete one is expected, nor a stale temporary file.
+
+* :func:`atomic_write` -- one file: written to ``PATH.tmp`` in the same folder, flushed and fsynced, renamed over
+  ``PATH`` (the folder fsynced); on any failure the temporary file is removed and the previous ``PATH``, if any,
+  is untouched.
+* :func:`staged_files` -- several files of one report (figures, ``report.md``, ``report.json``): written into a
+  hidden folder inside the destination, then each renamed into place; on failure the folder is removed and
+  nothing of the new report is in the destination.
+* :func:`fsync_dir` -- make a rename durable.
+
+An :class:`OSError` becomes an :class:`~flashschnet.errors.OutputError` naming the file (one line, with its
+exit status); other exceptions pass unchanged after the clean-up.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from typing import Iterator, Optional
+
+from .errors import output_error
+
+
+def fsync_dir(path: str) -> None:
+    """fsync a directory, so a rename in it survives a system crash (no-op where directories cannot be
+    opened, e.g. Windows)."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_quietly(path: str) -> None:
+    """Remove a file or folder if it is there; ignore what cannot be removed (clean-up after a failure)."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.remove(path)
+    except OSError:
+        pass
+
+
+@contextlib.contextmanager
+def atomic_write(path, mode: str = "wb", what: str = "writing", option: str = "--out",
+                 **open_kwargs) -> Iterator:
+    """Open ``PATH.tmp`` for writing and yield the file object; when the block ends, flush, fsync and rename it
+    over ``path`` (then fsync the folder).
+
+    Parameters
+    ----------
+    path : str or PathLike
+    mode : str
+        ``"wb"`` or ``"w"`` (text; ``open_kwargs`` such as ``newline=""`` or ``encoding`` are passed on).
+    what : str
+        What is being written, for the message, e.g. ``"writing the checkpoint"``.
+    option : str
+        The command-line option that chose the place (``"choose another --out"``).
+
+    Raises
+    ------
+    OutputError
+        An OSError while writing, syncing or renaming (the temporary file removed, ``path`` as it was).
+    """
+    path = os.fspath(path)
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, mode, **open_kwargs) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
+    except OSError as exc:
+        remove_quietly(tmp)
+        raise output_error(exc, what, path, option) from None
+    except BaseException:
+        remove_quietly(tmp)
+        raise
+
+
+def _newest_file(folder: str) -> Optional[str]:
+    """The most recently modified file in ``folder`` (the one being written when a write failed), or None."""
+    try:
+        entries = [e for e in os.scandir(folder) if e.is_file()]
+    except OSError:
+        return None
+    return max(entries, key=lambda e: e.stat().st_mtime_ns).name if entries else None
+
+
+@contextlib.contextmanager
+def staged_files(folder, what: str = "writing the report", option: str = "--out") -> Iterator[str]:
+    """Yield a new hidden folder inside ``folder`` (which must exist) to write a set of files into; when the block
+    ends, fsync them and rename each into ``folder`` (replacing files of the same name), then remove the staging
+    folder. On failure the staging folder and everything in it are removed: ``folder`` keeps its previous files,
+    and no partly written one (a truncated figure) appears in it.
+
+    Raises
+    ------
+    OutputError
+        An OSError while writing (naming the file that was being written, when it can be told), syncing or
+        renaming.
+    """
+    folder = os.fspath(folder)
+    try:
+        stage = tempfile.mkdtemp(prefix=".partial-", dir=folder)
+    except OSError as exc:
+        raise output_error(exc, what, folder, option) from None
+    current = None
+    try:
+        yield stage
+        names = sorted(os.listdir(stage))
+        for name in names:
+            current = name
+            fd = os.open(os.path.join(stage, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        for name in names:
+            current = name
+            os.replace(os.path.join(stage, name), os.path.join(folder, name))
+        fsync_dir(folder)
+    except OSError as exc:
+        name = current or _newest_file(stage)
+        remove_quietly(stage)
+        raise output_error(exc, what, os.path.join(folder, name) if name else folder, option) from None
+    except BaseException:
+        remove_quietly(stage)
+        raise
+    remove_quietly(stage)
