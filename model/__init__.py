@@ -2,10 +2,6 @@
 
 This package (the ``model/`` folder) never imports openmm; the OpenMM glue lives in ``flashschnet.openmm``.
 """
-from .threads import default_openmp_env
-
-default_openmp_env()    # before torch loads: OpenMP threads sleep when idle (flashschnet.threads explains)
-
 from .errors import FlashSchNetError, InputError, SimulationInstabilityError
 from . import fused  # noqa: F401  (registers the flashschnet::energy_forces op that TorchScript networks call)
 from .checkpoint import load_model, save_checkpoint

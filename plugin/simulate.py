@@ -18,6 +18,8 @@ the integrator's random state exactly; the network's forces are a function of th
 fused CPU path chunks only the pairs inside the cutoff, whatever its Verlet list holds); and TorchScript may
 not specialise the network module after its first calls (its specialised plans round differently from the
 first, profiling call, so a resumed run's first force evaluation would differ in the last bit).
+Without ``threads`` the PyTorch thread count follows the cores free when the run starts
+(:mod:`flashschnet.threads`): give ``--threads`` for a run that must repeat bitwise on a machine whose load varies.
 
 Replicas blowing up (``on_blowup``): ``"stop"`` ends the run (exit status 3, the last good checkpoint is
 kept); ``"drop"`` freezes the replica at fault at its last good frame and the others go on (see
@@ -47,6 +49,7 @@ from ..checkpoint import load_model
 from ..errors import InputError
 from ..limits import check_replicas
 from ..names import COMPRESSIONS, MATMULS, NETWORK_FORCES, ON_BLOWUP, PRECISIONS
+from ..threads import run_threads
 from ..transforms import apply_compression, apply_variant, describe, describe_compression, variant
 from .cleaning import CLEANED_NAME, CleanedStructure, clean_pdb
 from .energies import ReplicaEnergies
@@ -267,9 +270,13 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
         torch.set_num_threads(int(s.threads))
 
     structure = run_structure(s, out, resume, echo)
+    # PyTorch's threads: --threads, else the cores free now (flashschnet.threads); chosen once the input is known
+    # good, so that its note never comes before an input error
     if s.ensemble:
+        run_threads(s.threads, echo)
         return _run_ensemble(s, out, resume, progress, echo, structure)
     cg = prepare(s, s.replicas, echo, structure)
+    run_threads(s.threads, echo)
     mol, R, N = cg.mol, s.replicas, cg.mol.n_beads
 
     def start(simulation) -> None:

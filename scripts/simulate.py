@@ -90,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="split the walkers into B packed Contexts (default: --workers, else 1); trajectories depend "
                         "on the seed and B, not on the number of workers; fixed on --resume")
     add_run_arguments(p, dt_fs=4.0, seed_help="random seed for velocities and the integrator",
-                      threads_help="PyTorch CPU threads (default: PyTorch's)")
+                      threads_help="PyTorch CPU threads (default: the cores no other program keeps busy when the run "
+                                   "starts, at most PyTorch's default; see flashschnet.threads)")
     return p
 
 

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-import torch  # noqa: F401  (torch before openmmtorch, everywhere)
+# tests/run.sh runs the suite in several processes (pytest-xdist, one per core): each one computes on one PyTorch
+# thread, so the processes do not fight over the cores (set before torch starts its thread pool)
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+
+import torch  # noqa: E402,F401  (torch before openmmtorch, everywhere)
+
+if XDIST_WORKER:
+    torch.set_num_threads(1)
 
 # Without a GPU the Triton kernels run in Triton's interpreter (on CPU tensors). It must be set before
 # triton compiles anything; flashschnet imports its kernels lazily, at the first launch.

@@ -5,4 +5,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$(bash "$root/tools/venv.sh")"
 cd "$root"
-exec "$venv/bin/python" -m pytest -q -p no:cacheprovider tests "$@"
+# one test process per core (pytest-xdist; FLASHSCHNET_TEST_WORKERS=0 runs them in this process), whole files
+# per process so module fixtures are built once
+exec "$venv/bin/python" -m pytest -q -p no:cacheprovider -n "${FLASHSCHNET_TEST_WORKERS:-auto}" --dist loadfile \
+  tests "$@"
