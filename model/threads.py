@@ -125,7 +125,7 @@ def run_threads(requested: Optional[int], echo: Callable[[str], None] = print,
     default = int(_STATE["default"])
     cpus = available_cpus()
     explicit = bool(requested) or bool(env.get("OMP_NUM_THREADS", "").strip())
-    busy = None if explicit else busy_cores(cpus=cpus)
+    busy = None if explicit or default <= 1 else busy_cores(cpus=cpus)      # one thread: nothing to lower
     threads, why = choose_torch_threads(requested, default, busy, len(cpus), env)
     if threads != current:
         torch.set_num_threads(threads)

@@ -463,6 +463,13 @@ def render(report: Dict[str, Any]) -> str:
     if (bg.get("idle") or 0) > IDLE_NOISE_CORES:
         L.append(f"**The idle rows were not measured on an idle machine** (other processes kept "
                  f"{bg['idle']:.2f} cores busy): re-run the command on a quiet machine.")
+    else:
+        noisy = sorted({(r["round"], r["config"], r["background_cores"]) for r in report["records"]
+                        if r["load"] == "idle" and (r.get("background_cores") or 0) > IDLE_NOISE_CORES})
+        if noisy:
+            L.append("Idle measurements during which other processes kept cores busy (left in: they pull their "
+                     "column's medians down; re-run on a quiet machine): " + ", ".join(
+                         f"round {rnd + 1} {labels.get(c, c)} ({b:.2f} cores)" for rnd, c, b in noisy) + ".")
     L.append("")
     L.append("| load | model | R | " + " | ".join(labels[c] for c in configs)
              + " | best | default vs best | default's threads |")

@@ -99,6 +99,10 @@ def test_run_threads_explicit_choices_win(monkeypatch, threads_restored):
     assert th.run_threads(1, notes.append, environ={}) == 1 == torch.get_num_threads()
     # OMP_NUM_THREADS: the user's choice (PyTorch's default follows it): the default count, whatever the load
     assert th.run_threads(None, notes.append, environ={"OMP_NUM_THREADS": "2"}) == 2 == torch.get_num_threads()
+    # a default of one thread (e.g. the test suite's processes): nothing to lower, no sampling
+    monkeypatch.setattr(th, "_STATE", {"default": None, "last": None})
+    torch.set_num_threads(1)
+    assert th.run_threads(None, notes.append, environ={}) == 1
     assert notes == []
 
 

@@ -90,6 +90,11 @@ def test_rendered_table(tool):
     assert "not measured on an idle machine" not in text
     noisy = tool.render(_report(background=0.9))
     assert "**The idle rows were not measured on an idle machine** (other processes kept 0.90 cores busy)" in noisy
+    one = _report()
+    for r in one["records"]:
+        if r["load"] == "idle" and r["round"] == 0 and r["config"] == "before":
+            r["background_cores"] = 0.95
+    assert "round 1 --threads 2 (before) (0.95 cores)." in tool.render(one)
 
 
 def test_failed_measurements_are_named_not_counted(tool):
