@@ -266,14 +266,15 @@ def render(report: Dict[str, Any]) -> str:
     return "\n".join(L) + "\n"
 
 
-def splice(doc: str, body: str) -> str:
-    """``doc`` with the text between :data:`BEGIN` and :data:`END` replaced by ``body``; without the markers,
-    a :data:`SECTION` holding them appended."""
-    if BEGIN in doc and END in doc and doc.index(BEGIN) < doc.index(END):
-        head, rest = doc.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        return f"{head}{BEGIN}\n{body}{END}{tail}"
-    return doc.rstrip("\n") + f"\n\n{SECTION}\n\n{BEGIN}\n{body}{END}\n"
+def splice(doc: str, body: str, begin: str = BEGIN, end: str = END, section: str = SECTION) -> str:
+    """``doc`` with the text between the markers ``begin`` and ``end`` (default :data:`BEGIN`, :data:`END`) replaced
+    by ``body``; without the markers, a ``section`` heading holding them appended. Other tools that render into a
+    doc section (tools/threads_benchmark.py) call this with their own markers."""
+    if begin in doc and end in doc and doc.index(begin) < doc.index(end):
+        head, rest = doc.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        return f"{head}{begin}\n{body}{end}{tail}"
+    return doc.rstrip("\n") + f"\n\n{section}\n\n{begin}\n{body}{end}\n"
 
 
 def main(argv: Optional[List[str]] = None) -> int:

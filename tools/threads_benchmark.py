@@ -502,12 +502,13 @@ def render(report: Dict[str, Any]) -> str:
 
 def splice(doc: str, body: str) -> str:
     """``doc`` with the text between :data:`BEGIN` and :data:`END` replaced by ``body``; without the markers,
-    a :data:`SECTION` holding them appended."""
-    if BEGIN in doc and END in doc and doc.index(BEGIN) < doc.index(END):
-        head, rest = doc.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        return f"{head}{BEGIN}\n{body}{END}{tail}"
-    return doc.rstrip("\n") + f"\n\n{SECTION}\n\n{BEGIN}\n{body}{END}\n"
+    a :data:`SECTION` holding them appended (device_report's splice, with this section's markers)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:                                  # a sibling tool, wherever this one was loaded from
+        sys.path.insert(0, here)
+    from device_report import splice as splice_section
+
+    return splice_section(doc, body, BEGIN, END, SECTION)
 
 
 def _names(text: str, allowed: Sequence[str], what: str) -> List[str]:
