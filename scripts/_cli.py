@@ -191,15 +191,17 @@ def exit_statuses(*others: str) -> str:
 
 
 def _checkpoint_step(run_dir: str):
-    """The step of ``run_dir/checkpoint.chk``, or None when there is no readable one."""
+    """The step of ``run_dir/checkpoint.chk`` (:func:`flashschnet.openmm.runner.resumed_step`), or None when there
+    is no readable one."""
     import os
 
-    try:
-        from flashschnet.openmm.reporters.checkpoint import read_checkpoint
+    from flashschnet.errors import InputError
 
-        meta, _ = read_checkpoint(os.path.join(run_dir, "checkpoint.chk"))
-        return int(meta["step"])
-    except (ImportError, OSError, ValueError, KeyError, TypeError):
+    try:
+        from flashschnet.openmm.runner.directory import resumed_step
+
+        return resumed_step(os.path.abspath(run_dir))
+    except (ImportError, InputError):
         return None
 
 
