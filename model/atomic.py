@@ -7,6 +7,8 @@ truncated file where a complete one is expected, nor a stale temporary file.
 * :func:`staged_files` -- several files of one report (figures, ``report.md``, ``report.json``): written into a
   hidden folder inside the destination, then each renamed into place; on failure the folder is removed and
   nothing of the new report is in the destination.
+* :class:`AppendedFile` -- a file a run appends to (trajectory, logs): every failed write is one error naming the
+  file, reported once; the run's checkpoint, not this class, decides what a resume keeps.
 * :func:`fsync_dir` -- make a rename durable.
 
 An :class:`OSError` becomes an :class:`~flashschnet.errors.OutputError` naming the file (one line, with its
@@ -18,9 +20,11 @@ import contextlib
 import os
 import shutil
 import tempfile
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional, TypeVar
 
 from .errors import output_error
+
+T = TypeVar("T")
 
 
 def fsync_dir(path: str) -> None:
@@ -134,3 +138,54 @@ def staged_files(folder, what: str = "writing the report", option: str = "--out"
         remove_quietly(stage)
         raise
     remove_quietly(stage)
+
+
+class AppendedFile:
+    """An output file held open over a run and appended to (a DCD trajectory, a CSV log).
+
+    Every :class:`OSError` of a write, flush, fsync or close becomes one :class:`~flashschnet.errors.OutputError`
+    naming the file (``what`` says what was being done, e.g. "writing the log"). A failure is reported once:
+    after it, :meth:`close` closes the file quietly (the bytes a full disk left buffered are dropped; the run's
+    checkpoint records the size a resume cuts the file back to).
+
+    Parameters
+    ----------
+    path : str
+    mode : str
+        ``open``'s mode (``"w"``/``"a"`` text with ``newline=""`` for CSV, ``"w+b"``/``"r+b"`` for DCD).
+    what, opening : str
+        What a write does and what opening does, for the error line ("writing the log", "opening the log").
+    """
+
+    def __init__(self, path: str, mode: str, what: str = "writing", opening: str = "opening", **open_kwargs):
+        self.path, self.what = path, what
+        self.failed = False
+        try:
+            self.file = open(path, mode, **open_kwargs)
+        except OSError as exc:
+            raise output_error(exc, opening, path) from None
+
+    def io(self, write: Callable[[], T]) -> T:
+        """Run ``write`` (which uses :attr:`file`) and return its result; an OSError becomes the file's one error
+        (and marks it failed)."""
+        try:
+            return write()
+        except OSError as exc:
+            self.failed = True
+            raise output_error(exc, self.what, self.path) from None
+
+    def sync(self) -> None:
+        """Flush and fsync (before a checkpoint that records the file's size); nothing once closed."""
+        if not self.file.closed:
+            self.io(lambda: (self.file.flush(), os.fsync(self.file.fileno())))
+
+    def close(self) -> None:
+        """Close (idempotent); quiet after a failure already reported."""
+        if self.file.closed:
+            return
+        try:
+            self.file.close()
+        except OSError as exc:
+            if not self.failed:
+                self.failed = True
+                raise output_error(exc, self.what, self.path) from None

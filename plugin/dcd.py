@@ -26,6 +26,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..atomic import AppendedFile
 from ..errors import InputError, output_error
 
 AKMA_TIME_PS = 0.04888821            # the DCD header's time unit
@@ -150,11 +151,9 @@ class DCDWriter:
         from openmm.app.internal.unitcell import computeLengthsAndAngles
 
         self.path = path
-        self._failed = False                                # a write failed (and was reported)
-        try:
-            self.file = open(path, "r+b" if append else "w+b")
-        except OSError as exc:
-            raise output_error(exc, "opening the trajectory", path) from None
+        self._out = AppendedFile(path, "r+b" if append else "w+b", "writing the trajectory",
+                                 "opening the trajectory")
+        self.file = self._out.file
         try:
             app.DCDFile(self.file, topology, dt_ps, first_step, interval, append)
             f = self.file
@@ -165,11 +164,11 @@ class DCDWriter:
             (dt,) = struct.unpack("<f", f.read(4))
             f.seek(0, os.SEEK_END)
         except OSError as exc:
-            self._failed = True
+            self._out.failed = True
             self.close()
             raise output_error(exc, "writing the trajectory", path) from None
         except BaseException:
-            self._failed = True
+            self._out.failed = True
             self.close()
             raise
         self._steps = [first, every, dt]                    # first step, interval, time step, as in the file
@@ -196,11 +195,7 @@ class DCDWriter:
         the file; the header never counts the frame (a checkpoint's resume cuts the file back), and :meth:`close`
         does not report the same failure again."""
         frame = self._frame(np.asarray(xyz_nm))
-        try:
-            self._append(frame)
-        except OSError as exc:
-            self._failed = True
-            raise output_error(exc, "writing the trajectory", self.path) from None
+        self._out.io(lambda: self._append(frame))
 
     def _append(self, frame: bytes) -> None:
         f, head = self.file, self._steps
@@ -232,24 +227,12 @@ class DCDWriter:
 
     def sync(self) -> None:
         """Flush and fsync (before a checkpoint that refers to the size)."""
-        if not self.file.closed:
-            try:
-                self.file.flush()
-                os.fsync(self.file.fileno())
-            except OSError as exc:
-                self._failed = True
-                raise output_error(exc, "writing the trajectory", self.path) from None
+        self._out.sync()
 
     def close(self) -> None:
         """Close the file (idempotent). After a failed write (already reported) the bytes it left unwritten are
         dropped silently: the file is closed all the same."""
-        if not self.file.closed:
-            try:
-                self.file.close()
-            except OSError as exc:
-                if not self._failed:
-                    self._failed = True
-                    raise output_error(exc, "writing the trajectory", self.path) from None
+        self._out.close()
 
 
 def truncate_dcd(path: str, nbytes: int, nframes: int) -> None:

@@ -54,7 +54,8 @@ from ..transforms import apply_compression, apply_variant, describe, describe_co
 from .cleaning import CLEANED_NAME, CleanedStructure, clean_pdb
 from .energies import ReplicaEnergies
 from .force import OpenMMNetwork, network_module
-from .runner import MDJob, RunResult, check_run_settings, open_run_dir, resumed_step, run_dir, run_job
+from .runner import (MDJob, RunResult, check_run_settings, open_run_dir, require_new_run_inputs, resume_already_done,
+                     run_dir, run_job)
 from .runner.resume import record_files
 from .system import NO_PRIORS_NOTE, build_system, replica_positions_nm
 from .topology import cg_topology, write_cg_pdb
@@ -251,19 +252,13 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
         setattr(s, key, value)
     if s.temperatures:
         s.temperature_K = None                   # the ladder's (run.json files of older versions said 300)
-    if not resume and (s.pdb is None or s.model is None or s.steps is None):
-        missing = [name for name, v in (("the PDB file", s.pdb), ("--model", s.model), ("--steps", s.steps))
-                   if v is None]
-        raise InputError(f"give {' and '.join(missing)} for a new run (or --resume --out DIR to continue the run "
-                         "in DIR with its own settings)")
+    require_new_run_inputs(resume, [("the PDB file", s.pdb), ("--model", s.model), ("--steps", s.steps)])
     s.validate()
-    if resume:
-        at = resumed_step(out)
-        if at >= s.steps:
-            if s.temperatures:
-                _finish_rung_files(s, out, echo)
-            return RunResult(out=out, steps_done=at, replicas=len(s.ladder()), n_beads=0,
-                             ns_per_day_per_replica=float("nan"), nothing_to_do=True, steps_target=s.steps)
+    done = resume_already_done(out, s.steps, len(s.ladder())) if resume else None
+    if done is not None:
+        if s.temperatures:
+            _finish_rung_files(s, out, echo)
+        return done
     if s.seed is None:
         s.seed = random.SystemRandom().randrange(1, 2**31 - 1)
     if s.threads:

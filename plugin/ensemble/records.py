@@ -22,7 +22,7 @@ import os
 import struct
 from typing import Dict, List, Optional, Sequence
 
-from ...atomic import atomic_write
+from ...atomic import AppendedFile, atomic_write
 from ...errors import output_error
 from ..reporters.checkpoint import CHECKPOINT_MAGIC, read_checkpoint
 
@@ -37,27 +37,17 @@ class AppendCSV:
 
     def __init__(self, path: str, columns: Sequence[str], size: Optional[int] = None):
         self.path = path
-        self._failed = False
         if size is not None:
             self.cut(path, size)
-        try:
-            self._file = open(path, "w" if size is None else "a", newline="")
-        except OSError as exc:
-            raise output_error(exc, "opening", path) from None
+        self._out = AppendedFile(path, "w" if size is None else "a", newline="")
+        self._file = self._out.file
         self._writer = csv.writer(self._file)
         if size is None:
             try:
-                self._io(lambda: (self._writer.writerow(columns), self._file.flush()))
+                self._out.io(lambda: (self._writer.writerow(columns), self._file.flush()))
             except OSError:
                 self.close()              # (quietly: the failure is being reported)
                 raise
-
-    def _io(self, write):
-        try:
-            return write()
-        except OSError as exc:
-            self._failed = True
-            raise output_error(exc, "writing", self.path) from None
 
     @staticmethod
     def cut(path: str, size: int) -> None:
@@ -73,25 +63,19 @@ class AppendCSV:
             raise output_error(exc, "cutting back (to the checkpoint)", path) from None
 
     def rows(self, rows: List[list]) -> None:
-        self._io(lambda: (self._writer.writerows(rows), self._file.flush()))
+        self._out.io(lambda: (self._writer.writerows(rows), self._file.flush()))
 
     def size(self) -> int:
-        self._io(self._file.flush)
+        self._out.io(self._file.flush)
         return self._file.tell()
 
     def sync(self) -> int:
         """fsync; return the size."""
-        self._io(lambda: (self._file.flush(), os.fsync(self._file.fileno())))
+        self._out.sync()
         return self._file.tell()
 
     def close(self) -> None:
-        if not self._file.closed:
-            try:
-                self._file.close()
-            except OSError as exc:
-                if not self._failed:
-                    self._failed = True
-                    raise output_error(exc, "writing", self.path) from None
+        self._out.close()
 
 
 def write_run_checkpoint(path: str, meta: Dict[str, object]) -> None:

@@ -27,7 +27,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from ...atomic import atomic_write
-from ...errors import InputError
+from ...errors import InputError, OutputError
 from ..rundir import pdb_positions, read_pdb
 
 #: the MARTINI 3.0.0 parameter files a system.top written here includes (all must be in --forcefield-dir)
@@ -93,6 +93,17 @@ def _last_error(log: str) -> str:
     return lines[-1] if lines else "(no output)"
 
 
+def _os_error(log: str, what: str, cwd: str) -> Optional[OutputError]:
+    """The OS error a Python tool's traceback ends with (``OSError: [Errno 28] No space left on device: 'f'``) as an
+    :class:`OutputError` (exit status 5, 6 or 7; a relative file name taken from ``cwd``), or None when its failure
+    was something else."""
+    found = re.findall(r"\[Errno (\d+)\] ([^:\n']+?)(?:: '([^'\n]*)')?\s*$", log, re.M)
+    if not found:
+        return None
+    code, reason, filename = found[-1]
+    return OutputError(what, int(code), reason.strip(), os.path.join(cwd, filename) if filename else None)
+
+
 def _warnings(log: str) -> List[str]:
     """The distinct WARNING messages of a martinize2 log, in order (logger prefix removed)."""
     out: List[str] = []
@@ -115,6 +126,9 @@ def _run(cmd: Sequence[str], cwd: str, log_name: str, what: str, env=None) -> Li
         f.write(" ".join(cmd) + "\n" + log)
     warnings = _warnings(log)
     if proc.returncode != 0:
+        os_error = _os_error(log, f"{what}: {os.path.basename(cmd[0])} writing", cwd)
+        if os_error is not None:               # a full disk or a read-only folder: the output's status, not bad input
+            raise os_error
         unknown = sorted({m.group(1) for w in warnings for m in [re.search(r"recognize residue '([^']+)'", w)] if m})
         why = f"; it warned: {warnings[0]}" if warnings else ""
         if unknown:

@@ -25,7 +25,8 @@ import openmm.unit as u
 from ...errors import InputError
 from ...cg.mapping import format_list
 from ..cleaning import CLEANED_NAME, clean_pdb
-from ..runner import MDJob, RunResult, check_run_settings, make_run_dir, open_run_dir, resumed_step, run_dir, run_job
+from ..runner import (MDJob, RunResult, check_run_settings, make_run_dir, open_run_dir, require_new_run_inputs,
+                      resume_already_done, run_dir, run_job)
 from ..runner.resume import record_files
 from .prepare import FORCEFIELD_FILES, check_forcefield_dir, prepare_system
 from .system import build_system, read_gro
@@ -134,17 +135,12 @@ def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool 
                                    needed=("forcefield_dir",), defaults={"go": False}, options=OPTIONS).items():
         setattr(s, key, value)
     s.forcefield_dir = os.path.abspath(s.forcefield_dir) if s.forcefield_dir else s.forcefield_dir
-    if not resume and (s.pdb is None or s.forcefield_dir is None or s.steps is None):
-        missing = [name for name, v in (("the PDB file", s.pdb), ("--forcefield-dir", s.forcefield_dir),
-                                        ("--steps", s.steps)) if v is None]
-        raise InputError(f"give {' and '.join(missing)} for a new run (or --resume --out DIR to continue the run "
-                         "in DIR with its own settings)")
+    require_new_run_inputs(resume, [("the PDB file", s.pdb), ("--forcefield-dir", s.forcefield_dir),
+                                    ("--steps", s.steps)])
     s.validate()
-    if resume:
-        at = resumed_step(out)
-        if at >= s.steps:
-            return RunResult(out=out, steps_done=at, replicas=1, n_beads=0, ns_per_day_per_replica=float("nan"),
-                             nothing_to_do=True, steps_target=s.steps)
+    done = resume_already_done(out, s.steps, replicas=1) if resume else None
+    if done is not None:
+        return done
     if s.seed is None:
         s.seed = random.SystemRandom().randrange(1, 2**31 - 1)
     ignore = [r.strip() for r in s.ignore.split(",") if r.strip()]

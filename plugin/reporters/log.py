@@ -10,8 +10,7 @@ from typing import Callable, List, Optional
 import numpy as np
 import openmm.unit as u
 
-from ...atomic import atomic_write
-from ...errors import output_error
+from ...atomic import AppendedFile, atomic_write
 from ._common import BOLTZMANN_KJ_MOL_K, KJ_MOL, steps_to_next
 
 
@@ -48,15 +47,12 @@ class ReplicaCSVReporter:
         self.dt_ps = float(dt_ps)
         self.replica_energies = replica_energies
         self.dof = dof
-        self._failed = False         # a write failed (and was reported): close() does not report it again
-        try:
-            self._file = open(path, "a" if append else "w", newline="")
-        except OSError as exc:
-            raise output_error(exc, "opening the log", path) from None
+        self._out = AppendedFile(path, "a" if append else "w", "writing the log", "opening the log", newline="")
+        self._file = self._out.file
         self._writer = csv.writer(self._file)
         if not append:
             try:
-                self._io(lambda: (self._writer.writerow(self.COLUMNS), self._file.flush()))
+                self._out.io(lambda: (self._writer.writerow(self.COLUMNS), self._file.flush()))
             except OSError:
                 self.close()              # (quietly: the failure is being reported)
                 raise
@@ -82,34 +78,19 @@ class ReplicaCSVReporter:
         t_ps = state.getTime().value_in_unit(u.picosecond)
         self.last_rows = [[step, f"{t_ps:.6g}", r, f"{energies[r]:.10g}", f"{temps[r]:.6g}", f"{speed:.6g}"]
                           for r in range(self.replicas) if self.active[r]]
-        self._io(lambda: (self._writer.writerows(self.last_rows), self._file.flush()))
-
-    def _io(self, write: Callable[[], object]) -> None:
-        """Run ``write``; an OSError becomes one :class:`~flashschnet.errors.OutputError` naming the log (a resume
-        cuts the log back to its checkpoint, so a partial row is never kept)."""
-        try:
-            write()
-        except OSError as exc:
-            self._failed = True
-            raise output_error(exc, "writing the log", self.path) from None
+        # an OSError is one error naming the log (a resume cuts the log back to its checkpoint: no partial row kept)
+        self._out.io(lambda: (self._writer.writerows(self.last_rows), self._file.flush()))
 
     def start_clock(self, step: int):
         self._last = (time.perf_counter(), step)
 
     def sync(self) -> None:
         """Flush and fsync the log (before a checkpoint)."""
-        if not self._file.closed:
-            self._io(lambda: (self._file.flush(), os.fsync(self._file.fileno())))
+        self._out.sync()
 
     def close(self):
         """Close the log (idempotent); after a failed write (already reported) its unwritten rows are dropped."""
-        if not self._file.closed:
-            try:
-                self._file.close()
-            except OSError as exc:
-                if not self._failed:
-                    self._failed = True
-                    raise output_error(exc, "writing the log", self.path) from None
+        self._out.close()
 
 
 def truncate_csv(path: str, last_step: int) -> None:

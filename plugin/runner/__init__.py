@@ -10,11 +10,12 @@ Both :func:`flashschnet.openmm.simulate.run` and :func:`flashschnet.openmm.marti
 bottom as: settings -> :func:`open_run_dir` -> build the System -> :class:`MDJob` -> :func:`run_job`.
 """
 from .directory import (MAX_DCD_STEP, check_run_settings, default_checkpoint_interval, default_report_interval,
-                        few_frames_warning, make_run_dir, nothing_to_do, open_run_dir, read_run_json, resumed_step,
-                        run_dir, write_dropped, write_run_json)
-from .job import MDJob, RunResult, run_job
+                        few_frames_warning, make_run_dir, nothing_to_do, open_run_dir, read_run_json,
+                        require_new_run_inputs, resumed_step, run_dir, write_dropped, write_run_json)
+from .job import MDJob, RunResult, resume_already_done, run_job
 from .loop import checkpoint_hint, freeze_replicas, integrate, ns_per_day
 
 __all__ = ["MAX_DCD_STEP", "MDJob", "RunResult", "check_run_settings", "checkpoint_hint", "default_checkpoint_interval",
-           "default_report_interval", "few_frames_warning", "freeze_replicas", "nothing_to_do", "read_run_json", "resumed_step", "integrate", "make_run_dir", "ns_per_day", "open_run_dir", "run_dir", "run_job", "write_dropped",
-           "write_run_json"]
+           "default_report_interval", "few_frames_warning", "freeze_replicas", "integrate", "make_run_dir",
+           "nothing_to_do", "ns_per_day", "open_run_dir", "read_run_json", "require_new_run_inputs",
+           "resume_already_done", "resumed_step", "run_dir", "run_job", "write_dropped", "write_run_json"]

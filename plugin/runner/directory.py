@@ -101,6 +101,15 @@ def resumed_step(out: str) -> int:
         raise InputError(f"{path}: unreadable checkpoint ({exc}); the run cannot be resumed from it") from None
 
 
+def require_new_run_inputs(resume: bool, inputs: Sequence[tuple]) -> None:
+    """A new run (not ``resume``) needs every input in ``inputs`` -- ``(name, value)`` pairs such as
+    ``("--model", s.model)``; raise one :class:`InputError` naming all that are None."""
+    missing = [name for name, value in inputs if value is None]
+    if not resume and missing:
+        raise InputError(f"give {' and '.join(missing)} for a new run (or --resume --out DIR to continue the run "
+                         "in DIR with its own settings)")
+
+
 def nothing_to_do(out: str, at: int, steps: int) -> str:
     """The line a resume prints when the run in ``out`` is already at step ``at`` >= ``steps``."""
     return (f"nothing to do: the run in {out} is at step {at}, and --steps is {steps}; give a larger --steps to "

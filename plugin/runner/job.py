@@ -31,7 +31,7 @@ from ...errors import SimulationInstabilityError
 from ..dcd import truncate_dcd
 from ..reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter, read_checkpoint,
                          truncate_csv)
-from .directory import few_frames_warning, make_run_dir, write_dropped, write_run_json
+from .directory import few_frames_warning, make_run_dir, resumed_step, write_dropped, write_run_json
 from .loop import checkpoint_hint, freeze_replicas, integrate, ns_per_day
 
 
@@ -53,6 +53,16 @@ class RunResult:
     timings: Dict[str, float] = field(default_factory=dict)     # ensembles: EnsembleResult.timings
     nothing_to_do: bool = False         # a resume of a run already at its step count: nothing was run or written
     steps_target: Optional[int] = None  # the step count asked for (with nothing_to_do: at most steps_done)
+
+
+def resume_already_done(out: str, steps: int, replicas: int) -> Optional[RunResult]:
+    """For a resume: the :class:`RunResult` of "nothing to do" when the run in ``out`` is already at ``steps`` (or
+    beyond) -- nothing is run or written -- else None (the run goes on)."""
+    at = resumed_step(out)
+    if at < steps:
+        return None
+    return RunResult(out=out, steps_done=at, replicas=replicas, n_beads=0, ns_per_day_per_replica=float("nan"),
+                     nothing_to_do=True, steps_target=steps)
 
 
 @dataclass

@@ -15,8 +15,6 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import flashschnet.atomic as atomic
-import flashschnet.openmm.dcd as dcd_module
-import flashschnet.openmm.reporters.log as log_module
 from conftest import EXAMPLES
 from flashschnet.errors import os_error_status
 from flashschnet.openmm.dcd import read_dcd
@@ -29,8 +27,8 @@ MODEL = str(EXAMPLES / "trpcage_placeholder.pt")
 COMMON = ["--report-interval", "5", "--checkpoint-interval", "10", "--seed", "5", "--quiet", "--threads", "1"]
 STEPS = 20
 #: (file name pattern, the module whose ``open`` writes it, how many times it is opened for writing in a run)
-TARGETS = [("checkpoint.chk.tmp", atomic, 3), ("run.json.tmp", atomic, 1), ("replica_000.dcd", dcd_module, 1),
-           ("log.csv", log_module, 1)]
+TARGETS = [("checkpoint.chk.tmp", atomic, 3), ("run.json.tmp", atomic, 1), ("replica_000.dcd", atomic, 1),
+           ("log.csv", atomic, 1)]
 ERRNOS = [errno.ENOSPC, errno.EIO, errno.EROFS, errno.EACCES]
 
 

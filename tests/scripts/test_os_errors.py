@@ -13,8 +13,6 @@ import numpy as np
 import pytest
 
 import flashschnet.atomic as atomic
-import flashschnet.openmm.dcd as dcd_module
-import flashschnet.openmm.reporters.log as log_module
 from conftest import EXAMPLES
 from flashschnet.openmm.dcd import read_dcd, read_header
 from flashschnet.openmm.reporters import read_checkpoint
@@ -89,7 +87,7 @@ def test_trajectory_that_cannot_be_written_is_one_error_and_resumes_bitwise(stra
     file -- not two chained tracebacks -- and a partial frame is cut off by the resume."""
     head = read_header(str(straight / "replica_000.dcd"))
     out = tmp_path / "run"
-    write_faults.fail("replica_000.dcd", module=dcd_module, errno=errno.EROFS,
+    write_faults.fail("replica_000.dcd", module=atomic, errno=errno.EROFS,
                       limit=head.data_offset + int(2.5 * head.frame_bytes))
     assert _simulate(out) == 6
     line = _error_line(capsys.readouterr().err)
@@ -106,7 +104,7 @@ def test_log_that_cannot_be_written_is_one_error_and_resumes_bitwise(straight, t
     """An I/O error (EIO) in the log after its second row: exit status 7."""
     header_and_rows = sum(len(",".join(r)) + 2 for r in _log_rows(straight)[:2])
     out = tmp_path / "run"
-    write_faults.fail("log.csv", module=log_module, errno=errno.EIO, limit=header_and_rows + 30)
+    write_faults.fail("log.csv", module=atomic, errno=errno.EIO, limit=header_and_rows + 30)
     assert _simulate(out) == 7
     line = _error_line(capsys.readouterr().err)
     assert f"writing the log {out / 'log.csv'} failed: Input/output error (EIO)" in line, line
@@ -171,7 +169,6 @@ def test_parallel_tempering_file_that_cannot_be_written_resumes_bitwise(tmp_path
     the resume repeats the uninterrupted run."""
     import importlib.util
 
-    import flashschnet.openmm.ensemble.records as records
     from conftest import ROOT
 
     spec = importlib.util.spec_from_file_location("memory_long_run", ROOT / "tools" / "memory_long_run.py")
@@ -185,7 +182,7 @@ def test_parallel_tempering_file_that_cannot_be_written_resumes_bitwise(tmp_path
     straight, out = tmp_path / "straight", tmp_path / "run"
     assert simulate(args(straight)) == 0
     capsys.readouterr()
-    write_faults.fail("exchanges.csv", module=records, errno=errno.EIO, limit=400)
+    write_faults.fail("exchanges.csv", module=atomic, errno=errno.EIO, limit=400)
     assert simulate(args(out)) == 7
     line = _error_line(capsys.readouterr().err)
     assert f"writing {out / 'exchanges.csv'} failed: Input/output error (EIO)" in line, line

@@ -154,6 +154,28 @@ def test_failed_martinize2_is_one_line(tmp_path):
     assert (tmp_path / "system" / "martinize2.log").exists()
 
 
+def test_a_tool_stopped_by_a_full_disk_is_an_output_error(tmp_path):
+    """martinize2 or insane killed by a full disk (here a Python writing to /dev/full, as the tools are Python
+    programs) is the output's error -- exit status 5, naming the file -- not bad input (exit 2)."""
+    import os
+    import sys
+
+    from flashschnet.errors import InputError, OutputError
+    from flashschnet.openmm.martini.prepare import _run
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    tool = [sys.executable, "-c", "f = open('/dev/full', 'w'); f.write('x' * 10); f.close()"]
+    with pytest.raises(OutputError) as err:
+        _run(tool, str(tmp_path), "tool.log", "x.pdb: building the MARTINI protein")
+    assert err.value.status == 5 and "No space left on device" in str(err.value)
+    assert len(str(err.value).splitlines()) == 1
+    # a failure that is not an OS error stays the input's
+    with pytest.raises(InputError) as err:
+        _run([sys.executable, "-c", "raise SystemExit('unknown residue')"], str(tmp_path), "tool.log", "x.pdb")
+    assert not isinstance(err.value, OutputError)
+
+
 @pytest.mark.parametrize("args, message", [
     (["--dt", "60"], "--dt 60"),
     (["--padding", "0.5"], "below the 1.1 nm cut-off"),
