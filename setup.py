@@ -81,6 +81,8 @@ setup(
     long_description=(HERE / "README.md").read_text(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
+    license="MIT",
+    license_files=["LICENSE"],
     packages=_packages(),
     package_dir={"flashschnet": "model", "flashschnet.openmm": "plugin", "flashschnet.scripts": "scripts"},
     # the default structure of flashschnet-benchmark (read with importlib.resources)

@@ -28,7 +28,7 @@ def wheel(tmp_path_factory) -> Path:
     src = tmp / "src"
     for folder in SOURCES:
         shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for name in ("setup.py", "README.md", "requirements.txt", "requirements-test.txt"):
+    for name in ("setup.py", "README.md", "LICENSE", "requirements.txt", "requirements-test.txt"):
         shutil.copy(ROOT / name, src / name)
     res = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
                           "-w", str(tmp / "dist"), str(src)], capture_output=True, text=True, timeout=600)
@@ -66,6 +66,9 @@ def test_every_package_folder_and_the_data_are_in_the_wheel(wheel):
     assert "flashschnet/data/4PTI_bpti.pdb" in names
     assert "flashschnet/openmm/benchmark/worker.py" in names
     assert not any(n.startswith(("model/", "plugin/", "scripts/", "tools/", "tests/")) for n in names)
+    assert any(".dist-info/" in n and n.endswith("/LICENSE") for n in names), "LICENSE is not in the wheel"
+    meta = _metadata(wheel, "METADATA").splitlines()
+    assert "License-Expression: MIT" in meta or "License: MIT" in meta, [m for m in meta if "icense" in m]
 
 
 def test_core_requirements_leave_the_optional_packages_to_extras(wheel):
