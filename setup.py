@@ -52,7 +52,7 @@ CORE = [
     "acellera-openmmtorch-cpu" + OPENMMTORCH,
     "numpy>=1.26,<2.6",
     "mdtraj>=1.11,<2",
-    "pdbfixer>=1.12,<2",   # flashschnet.openmm.cleaning (both engines read the PDB it cleans)
+    "pdbfixer>=1.12,<2",   # flashschnet.openmm.cleaning (both force fields read the PDB it cleans)
     "tqdm>=4.66",
 ]
 EXTRAS = {

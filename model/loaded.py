@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 import torch
 
+from .fused.engine import running_engine
 from .nn.schnet import CGSchNet
 
 if TYPE_CHECKING:
@@ -57,8 +58,15 @@ class LoadedModel:
 
     @property
     def backend(self) -> str:
-        """The network's backend (see :mod:`flashschnet.backends`)."""
+        """The network's backend (see :mod:`flashschnet.backends`): what was asked for."""
         return self.network.backend
+
+    @property
+    def engine(self) -> str:
+        """The engine a step runs where the network's weights are, in their dtype: what :attr:`backend` asked for,
+        except "torch" for backend "triton" with exact products on CUDA
+        (:func:`flashschnet.fused.engine.running_engine`, which also takes another device)."""
+        return running_engine(self.network)
 
     # -- computing -----------------------------------------------------------------------------------------
     def energy_forces(self, positions: torch.Tensor, bead_types: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:

@@ -30,7 +30,7 @@ COMPRESSIONS = ("none", "float32", "float16", "bfloat16")
 DEFAULT_KNOTS = 256
 
 #: matrix-product precision of the triton backend's filter network -> description
-#: (:func:`flashschnet.fused.triton_ops.resolve_dot`; the packed layout stores the position in this table)
+#: (:func:`flashschnet.fused.plans.resolve_dot`; the packed layout stores the position in this table)
 MATMULS = {
     "auto": "float64: ieee; channel-wise 16-bit weights: their own type; float32: tf32",
     "ieee": "exact in the compute dtype (on a GPU the triton backend then runs the torch backend's engine)",
@@ -42,7 +42,7 @@ MATMULS = {
 #: network arithmetic: precision name -> torch dtype name
 PRECISIONS = {"single": "float32", "double": "float64"}
 
-#: CG mappings of an all-atom structure (tables in :mod:`flashschnet.cg.tables`)
+#: CG mappings of an all-atom structure (tables in :mod:`flashschnet.cg.residue_data`)
 MAPPINGS = ("5bead", "ca")
 
 #: how the network enters an OpenMM System: an openmm-torch TorchForce or an openmm.PythonForce

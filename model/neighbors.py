@@ -3,8 +3,8 @@
 :func:`pair_list` is a *half* list of bead pairs ``i < j`` within ``cutoff + skin`` inside each replica,
 sorted by destination ``i`` (CSR row pointers by sorting, no atomic cursor), in a buffer of fixed capacity,
 used by the memory-bounded path (``backend="torch"``). The triton backend keeps a block-sparse list instead:
-flags over fixed tile-pair slots, rebuilt on the device (:func:`flashschnet.kernels.cfconv._tile_flags_kernel`,
-launched by :func:`flashschnet.fused.triton_ops.update_tiles`).
+flags over fixed tile-pair slots, rebuilt on the device (:func:`flashschnet.kernels.tiles._tile_flags_kernel`,
+launched by :func:`flashschnet.fused.tile_flags.update_tiles`).
 
 :class:`VerletList` keeps a list valid while no bead of a replica moved more than half the skin since the
 last build, and regrows its capacity on overflow (never truncates).

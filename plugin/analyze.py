@@ -1,6 +1,6 @@
 """The report behind ``flashschnet-analyze``: a run directory in, ``report.md`` + PNG figures + ``report.json`` out.
 
-Run directories understood (read by :class:`flashschnet.openmm.rundir.RunDir`):
+Run directories understood (read by :class:`flashschnet.openmm.run_reader.RunDir`):
 
 * ``flashschnet-simulate``: ``topology.pdb`` (the CG beads of ONE replica), ``replica_000.dcd`` ...,
   ``log.csv``, ``run.json``; the backbone is the ``CA`` bead of each residue.
@@ -27,12 +27,15 @@ temperature their walker was at (its ``thermostat_K``, else ``walkers.csv``). ``
 ``--replicas`` are refused there. Nothing is reweighted between temperatures.
 
 Too little data: a figure whose data fall short of ``MIN_TRACE_POINTS`` ... ``MIN_FES_FRAMES`` is still drawn,
-and :func:`too_little_data` says (report.json ``too_little_data``, report.md, a ``warning:`` line) how many more
-frames and steps it needs.
+and :func:`~flashschnet.openmm.analyze_sufficiency.too_little_data` says (report.json ``too_little_data``,
+report.md, a ``warning:`` line) how many more frames and steps it needs.
 
-DCD files are read with :func:`flashschnet.openmm.dcd.read_dcd`, which ignores a partial last frame
-(a run killed mid-write). Bad input raises :class:`~flashschnet.errors.InputError` (one line: the file and
-what to do).
+This module checks the settings, picks the reference and the temperature(s), computes the contact maps and F and
+writes the report. The series come from :mod:`flashschnet.openmm.analyze_series` (DCD files read with
+:func:`flashschnet.openmm.dcd.read_dcd`, which ignores a partial last frame: a run killed mid-write; log.csv rows
+per temperature), the shortfalls from :mod:`flashschnet.openmm.analyze_sufficiency`, the files from
+:mod:`flashschnet.openmm.analyze_report`. Bad input raises :class:`~flashschnet.errors.InputError` (one line: the
+file and what to do).
 """
 from __future__ import annotations
 
@@ -46,11 +49,12 @@ import numpy as np
 
 from ..atomic import staged_files
 from ..errors import InputError
-from .analysis import (MOLAR_GAS_CONSTANT_KJ_MOL_K, contact_map, fraction_native_contacts, free_energy_surface,
-                       kabsch_align, native_contacts, radius_of_gyration, rmsf)
+from .observables import MOLAR_GAS_CONSTANT_KJ_MOL_K, contact_map, free_energy_surface, native_contacts, radius_of_gyration
 from .analyze_report import markdown, plot_report
-from .dcd import read_dcd, read_header
-from .rundir import RunDir, backbone_beads, pdb_positions, read_pdb
+from .analyze_series import RUNG_MATCH_K, log_series, trajectory_series  # noqa: F401  (RUNG_MATCH_K: its old home)
+from .analyze_sufficiency import (MIN_CONTACT_FRAMES, MIN_FES_FRAMES, MIN_RMSF_FRAMES,  # noqa: F401  (their old home)
+                                  MIN_TRACE_POINTS, too_little_data)
+from .run_reader import RunDir, backbone_beads, pdb_positions, read_pdb
 from .runner.directory import make_run_dir
 
 REPORT_FILES = ("report.md", "report.json")
@@ -58,21 +62,6 @@ FIGURES = ("energy.png", "structure.png", "contacts.png", "fes.png")
 CONTACT_CUTOFF_NM = 0.8
 CONTACT_MIN_SEPARATION = 3
 DEFAULT_TEMPERATURE_K = 300.0
-
-# The fewest frames (log rows, for energy.png) a figure needs to mean something; below them the report says so
-# and how many more are needed (docs/analysis.md, "Too little data"):
-#: a time trace (RMSD, Rg, Q; energy and temperature): fewer points cannot tell a drift from a fluctuation
-MIN_TRACE_POINTS = 10
-#: an RMSF (a standard deviation per residue): from n independent frames it is uncertain by ~1/sqrt(2(n - 1)),
-#: 16 % at 20 frames, and successive frames are not independent
-MIN_RMSF_FRAMES = 20
-#: a contact map: its fractions come in steps of 1/frames
-MIN_CONTACT_FRAMES = 10
-#: F(RMSD, Rg): F of a bin of n samples is uncertain by ~kT/sqrt(n); only from ~100 frames up do the populated
-#: bins of even the coarsest default grid (5 x 5 .. 10 x 10) hold ~10 samples, F known there to ~0.3 kT
-MIN_FES_FRAMES = 100
-#: a log row's thermostat temperature is its rung's when within this (K): rung names are 0.1 K apart at least
-RUNG_MATCH_K = 0.051
 
 
 @dataclass
@@ -180,76 +169,18 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
         notes.append(f"no temperature in run.json: F uses T = {DEFAULT_TEMPERATURE_K:g} K (set --temperature)")
     units = list(paths.items()) if ladder is None else list(ladder.items())
     kT = MOLAR_GAS_CONSTANT_KJ_MOL_K * temperature if temperature is not None else None
-    unit_key = "replica" if ladder is None else "temperature_K"
 
     # trajectories: one per replica, or per temperature (T<K>.dcd) of a parallel-tempering run
-    from tqdm.auto import tqdm
-
     pairs = native_contacts(ref, CONTACT_CUTOFF_NM, CONTACT_MIN_SEPARATION)
-    records, pooled, intervals = [], [], []
-    for r, path in tqdm(units, desc="reading trajectories", unit="replica" if ladder is None else "temperature",
-                        disable=not progress, leave=False):
-        info = read_header(path)
-        if info.atoms != topo.n_atoms:
-            raise InputError(f"{path}: {info.atoms} atoms per frame but {topo_path} has {topo.n_atoms}; they are "
-                             "not from the same run (analyse the directory the run wrote, unmodified)")
-        xyz = read_dcd(path, bb)
-        if len(xyz) == 0 and ladder is not None:
-            notes.append(f"{os.path.basename(path)}: no frame (its walker was dropped before the first report?); "
-                         f"{r:.1f} K is left out")
-            continue
-        if len(xyz) == 0:
-            raise InputError(f"{path}: no complete frame; the run wrote no trajectory frame yet (run more steps "
-                             "than --report-interval, or analyse after it has written some)")
-        if len(xyz) < info.frames:
-            notes.append(f"{os.path.basename(path)}: the header announces {info.frames} frames, {len(xyz)} are "
-                         "complete (a run cut short); the complete ones are used")
-        steps = info.first_step + info.interval * np.arange(len(xyz))
-        frames = xyz[::s.stride]
-        steps = steps[::s.stride]
-        dt_ps = float(cfg["dt_fs"]) * 1e-3 if isinstance(cfg.get("dt_fs"), (int, float)) else info.dt_ps
-        rmsd_t, _ = kabsch_align(frames, ref)
-        rg_t = radius_of_gyration(frames)
-        q_t = fraction_native_contacts(frames, ref, pairs)
-        intervals.append(int(info.interval))
-        records.append({
-            unit_key: r, "file": os.path.basename(path), "frames": len(frames), "step": steps,
-            "time_ps": steps * dt_ps if dt_ps > 0 else np.full(len(steps), np.nan),
-            "rmsd_nm": rmsd_t, "rg_nm": rg_t, "q": q_t, "rmsf_nm": rmsf(frames, ref),
-            "summary": {"frames": len(frames), "rmsd_mean_nm": float(rmsd_t.mean()), "rmsd_std_nm": float(rmsd_t.std()),
-                        "final_rmsd_nm": float(rmsd_t[-1]), "rg_mean_nm": float(rg_t.mean()),
-                        "rg_std_nm": float(rg_t.std()),
-                        "q_mean": float(q_t.mean()) if len(pairs) else float("nan"),
-                        "q_final": float(q_t[-1]) if len(pairs) else float("nan")}})
-        if ladder is not None:
-            records[-1]["kT_kJ_mol"] = MOLAR_GAS_CONSTANT_KJ_MOL_K * r
-        pooled.append(frames)
+    records, pooled, intervals = trajectory_series(units, ladder is not None, topo.n_atoms, topo_path, bb, ref, pairs,
+                                                   cfg, s.stride, notes, progress)
     if not pooled:
         raise InputError(f"{run_dir}: no T<K>.dcd file has a frame; the run wrote no trajectory frame (run more "
                          "steps than --report-interval)")
     allframes = np.concatenate(pooled)
 
     # log.csv: energy and temperature traces
-    log = rd.read_log(echo=lambda m: notes.append(m.removeprefix("note: ")),
-                      extra=("thermostat_K",) if ladder is not None else ())
-    if ladder is not None:
-        log = _rung_logs(rd, log, [rec["temperature_K"] for rec in records], notes)
-        for rec in records:
-            rows = rec["log"] = log.get(rec["temperature_K"])
-            if rows is not None:
-                rec["summary"]["potential_energy_mean_kJ_mol"] = float(np.mean(rows["potential_energy_kJ_mol"]))
-                rec["summary"]["temperature_mean_K"] = float(np.mean(rows["temperature_K"]))
-    elif log is not None:
-        for rec in records:
-            rows = log.get(rec["replica"])
-            if rows is not None and len(rows["step"]):
-                rec["summary"]["potential_energy_mean_kJ_mol"] = float(np.mean(rows["potential_energy_kJ_mol"]))
-                rec["summary"]["temperature_mean_K"] = float(np.mean(rows["temperature_K"]))
-        log = {r: v for r, v in log.items() if r in paths}
-        if not log:
-            notes.append("log.csv has no rows for the analysed replicas: no energy/temperature traces")
-    else:
-        notes.append("no log.csv in the run directory: no energy/temperature traces")
+    log = log_series(rd, records, list(paths), ladder is not None, notes)
 
     native_map = contact_map(ref, CONTACT_CUTOFF_NM, CONTACT_MIN_SEPARATION)
     interval = cfg.get("report_interval")
@@ -308,153 +239,3 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
             json.dump(safe, f, indent=1, allow_nan=False)
     safe["out"] = out
     return safe
-
-
-def _rung_logs(rd: RunDir, log: Optional[Dict[int, Dict[str, np.ndarray]]], temps: Sequence[float],
-               notes: List[str]) -> Dict[float, Dict[str, np.ndarray]]:
-    """log.csv of a parallel-tempering run (per walker) regrouped by temperature.
-
-    A row belongs to the rung its walker was at during the segment that ends at its step (the rung whose
-    ``T<K>.dcd`` holds that walker's frame of the step): its ``thermostat_K``, or, in a log without that
-    column, the rung ``walkers.csv`` gives the walker at that step. A log that says neither leaves the energies
-    unattributed (noted), never labelled with a guess.
-
-    Returns
-    -------
-    dict {T_K: {"step", "time_ps", "potential_energy_kJ_mol", "temperature_K", "walker"}}
-        Arrays in step order, for the temperatures in ``temps`` that have rows.
-    """
-    if log is None:
-        notes.append("no log.csv in the run directory: no energy/temperature traces")
-        return {}
-    temps = np.asarray(temps, dtype=float)
-    rows: Dict[float, list] = {}
-    lost = 0
-    if all(np.isfinite(cols["thermostat_K"]).all() for cols in log.values()):
-        source = None
-        for w, cols in log.items():
-            for i, t in enumerate(cols["thermostat_K"]):
-                k = int(np.argmin(np.abs(temps - t))) if len(temps) else -1
-                if k < 0 or abs(temps[k] - t) > RUNG_MATCH_K:
-                    lost += 1
-                    continue
-                rows.setdefault(float(temps[k]), []).append((cols["step"][i], cols["time_ps"][i],
-                                                             cols["potential_energy_kJ_mol"][i],
-                                                             cols["temperature_K"][i], w))
-    else:
-        at = _walker_rungs(rd.file("walkers.csv"), temps)
-        if at is None:
-            notes.append("log.csv does not say which temperature each row was at (no thermostat_K column, no "
-                         "readable walkers.csv): its energies are not attributed to temperatures, and not shown")
-            return {}
-        source = "walkers.csv"
-        for w, cols in log.items():
-            for i, step in enumerate(cols["step"]):
-                t = at.get((int(step), w))
-                if t is None:
-                    lost += 1
-                    continue
-                rows.setdefault(t, []).append(
-                    (step, cols["time_ps"][i], cols["potential_energy_kJ_mol"][i], cols["temperature_K"][i], w))
-    if source:
-        notes.append(f"log.csv has no thermostat_K column: its rows are attributed to temperatures by {source}")
-    if lost:
-        notes.append(f"log.csv: {lost} row(s) at no analysed temperature are left out of the energy traces")
-    if not rows:
-        notes.append("log.csv has no rows for the analysed temperatures: no energy/temperature traces")
-    out = {}
-    for t, vals in rows.items():
-        a = np.array(sorted(vals, key=lambda v: v[0]), dtype=float)
-        out[t] = {"step": a[:, 0].astype(int), "time_ps": a[:, 1], "potential_energy_kJ_mol": a[:, 2],
-                  "temperature_K": a[:, 3], "walker": a[:, 4].astype(int)}
-    return out
-
-
-def _walker_rungs(path: str, temps: np.ndarray) -> Optional[Dict[tuple, float]]:
-    """``{(step, walker): T_K}`` from a parallel-tempering run's ``walkers.csv`` (a column per rung, named as
-    its T<K>.dcd); None when there is no such file or it cannot be read."""
-    import csv
-
-    from .ensemble.ladder import rung_name
-
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            table = list(csv.reader(f))
-        header = table[0]
-        columns = {header.index(rung_name(t)): float(t) for t in temps if rung_name(t) in header}
-        at = {}
-        for row in table[1:]:
-            if len(row) != len(header):
-                continue                      # a partial last row (a run cut short)
-            for c, t in columns.items():
-                at[(int(row[0]), int(row[c]))] = t
-    except (OSError, UnicodeDecodeError, IndexError, ValueError, csv.Error):
-        return None
-    return at
-
-
-def too_little_data(records: Sequence[Dict[str, object]], key: str, logs: Dict[object, Dict[str, np.ndarray]],
-                    pooled: bool, interval: int, stride: int) -> List[Dict[str, object]]:
-    """The figures whose data fall short of ``MIN_TRACE_POINTS`` ... ``MIN_FES_FRAMES``, and how much more they need.
-
-    Parameters
-    ----------
-    records : list of dict
-        One per replica (``key="replica"``) or per temperature (``key="temperature_K"``), with ``"frames"``.
-    key : {"replica", "temperature_K"}
-    logs : dict {replica or temperature: log columns}
-        The log.csv rows behind the energy traces.
-    pooled : bool
-        The contact map and F pool every record's frames (replicas of one temperature), rather than one each
-        (the temperatures of a tempering run).
-    interval : int
-        Steps per report (a frame per record and a log row); 0 when unknown.
-    stride : int
-        ``--stride``: every stride-th frame is analysed (log rows are not thinned).
-
-    Returns
-    -------
-    list of dict
-        Per shortfall: ``figure``, ``quantity``, ``subjects`` (replica numbers or temperatures, K; None when
-        pooled), ``frames`` (the fewest), ``needed``, ``more_frames``, ``more_steps`` (None when the interval is
-        unknown) and ``message`` (one line).
-    """
-    out: List[Dict[str, object]] = []
-
-    def named(subjects) -> str:
-        if key == "replica":
-            return ("replica " if len(subjects) == 1 else "replicas ") + ", ".join(str(r) for r in subjects)
-        return ", ".join(f"{t:.1f}" for t in subjects) + " K"
-
-    def add(figure, quantity, counts, need, per_report=1, unit="frames", thinned=True):
-        short = {k: int(n) for k, n in counts.items() if n < need}
-        if not short:
-            return
-        have = min(short.values())
-        more = need - have
-        reports = -(-more * (stride if thinned else 1) // per_report)
-        steps = reports * interval if interval > 0 else None
-        if None in short:
-            what = f"{quantity} from {have} {unit}" + (f" ({len(records)} replicas pooled)" if len(records) > 1 else "")
-        else:
-            spread = (f"{have} {unit}" + (" each" if len(short) > 1 else "") if len(set(short.values())) == 1
-                      else f"{have}-{max(short.values())} {unit}")
-            what = f"{quantity} of {named(list(short))} from {spread}"
-        how = (f"about {steps} more steps at the report interval of {interval}" if steps is not None
-               else f"{reports} more reports")
-        how += ", or a smaller --report-interval" + (f" or --stride (now {stride})" if thinned and stride > 1 else "")
-        out.append({"figure": figure, "quantity": quantity, "subjects": None if None in short else list(short),
-                    "frames": have, "needed": int(need), "more_frames": more, "more_steps": steps,
-                    "message": f"too little data for {figure}: {what}; at least {need} are needed "
-                               f"({more} more: {how})"})
-
-    frames = {rec[key]: rec["frames"] for rec in records}
-    add("energy.png", "the energy and temperature traces", {k: len(v["step"]) for k, v in logs.items()},
-        MIN_TRACE_POINTS, unit="log rows", thinned=False)
-    add("structure.png", "the RMSD, Rg and Q traces", frames, MIN_TRACE_POINTS, unit="points")
-    add("structure.png", "the RMSF", frames, MIN_RMSF_FRAMES)
-    maps = {None: sum(frames.values())} if pooled else frames
-    per_report = len(records) if pooled else 1
-    add("contacts.png", "the contact map", maps, MIN_CONTACT_FRAMES, per_report)
-    add("fes.png", "F(RMSD, Rg)", maps, MIN_FES_FRAMES, per_report)
-    return out

@@ -1,4 +1,4 @@
-"""One cleaning step for every engine: a user's PDB file -> the protein both the CG mapping and martinize2 read.
+"""One cleaning step for both force fields: a user's PDB file -> the protein both the CG mapping and martinize2 read.
 
 ``flashschnet-simulate`` writes the result to ``OUT/cleaned.pdb`` and maps it; ``flashschnet-martini`` writes it
 to ``OUT/system/cleaned.pdb`` and gives it to martinize2; so ``flashschnet-compare`` compares the same structure.
@@ -13,34 +13,43 @@ What is done, in order, each with a one-line note when it changes anything:
    parent (pdbfixer), atoms the parent lacks removed. An amino acid known to neither (no MODRES record) is an
    error naming it: removing it would cut the chain silently.
 4. **Waters, ions, ligands and capping groups** (ACE, NME, ...) removed (pdbfixer's ``removeHeterogens``);
-   hydrogens removed unless ``keep_hydrogens`` (both engines use heavy atoms only).
+   hydrogens removed unless ``keep_hydrogens`` (both force fields use heavy atoms only).
 5. **Missing heavy atoms** of standard residues (side chains, and the carbonyl O) rebuilt by pdbfixer
    (``addMissingAtoms``, seeded: the same file gives the same atoms), a missing CB first by ideal geometry. A
    residue lacking N, CA or C is left as it is (a CA-only trace stays one, for the CA mapping; the 5-bead mapping
    and MARTINI refuse it by name). Missing *residues* are not modelled: a gap
-   stays a chain break, which each engine reports. Terminal OXT atoms are not added.
+   stays a chain break, which each force field reports. Terminal OXT atoms are not added.
 6. **Declared disulfide bonds** (SSBOND records; residues named CYX, paired nearest first) whose SG atoms are not
    at bonding distance in the coordinates are listed in a note: martinize2 bonds cysteines from the coordinates
    (and CONECT records, which OpenMM writes for SG atoms within 0.3 nm), and the CG model has no disulfide term,
-   so neither engine bonds them.
+   so neither force field bonds them.
 
-The output is written with OpenMM's ``PDBFile.writeFile`` keeping chain ids, residue numbers and insertion codes.
-Cleaning a cleaned file changes nothing. Unreadable input is an :class:`~flashschnet.errors.InputError` with a
-one-line message naming the file (and the line, for a malformed record) and what to do.
+The output is written with OpenMM's ``PDBFile.writeFile`` keeping chain ids, residue numbers and insertion codes,
+and handed to the CG mapping in memory as the residues that text holds (:attr:`CleanedStructure.residues`, the
+model-level :class:`~flashschnet.cg.pdb.RawResidue`: what :func:`~flashschnet.cg.pdb.parse_pdb` of the text gives,
+without reading it again). Cleaning a cleaned file changes nothing. Unreadable input, and a coordinate that is
+non-finite or beyond a PDB field (:func:`~flashschnet.cg.pdb.position_fault`, checked here for both force fields before
+OpenMM reads the file), is an :class:`~flashschnet.errors.InputError` with a one-line message naming the file (and
+the line, for a malformed record) and what to do. The notes are worded in :mod:`flashschnet.cg.notes`; alternate
+locations follow :func:`~flashschnet.cg.pdb.highest_occupancy`, the raw-file reader's rule.
 """
 from __future__ import annotations
 
 import io
 import os
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List
 
-from ..cg.mapping import format_counts, format_list
-from ..cg.pdb import check_coordinates, parse_pdb, read_pdb_file
-from ..cg.tables import RESIDUE_ALIASES, STANDARD_RESIDUES
+from ..cg import notes as note
+from ..cg.geometry import ideal_cb
+from ..cg.mapping import map_residues
+from ..cg.molecule import CGMolecule
+from ..cg.notes import format_list
+from ..cg.pdb import Atom, RawResidue, check_coordinates, highest_occupancy, parse_pdb, read_pdb_file, residue_number
+from ..cg.residue_data import RESIDUE_ALIASES, STANDARD_RESIDUES
 from ..errors import InputError
+from .cleaning_checks import DISULFIDE_MAX_A, label as _label, standardised_names, unbonded_disulfides
 
 __all__ = ["CleanedStructure", "clean_pdb", "CLEANED_NAME"]
 
@@ -53,21 +62,20 @@ REBUILD_SEED = 1
 #: the atoms a residue's backbone is built from: a residue missing one of them is not rebuilt
 BACKBONE = frozenset({"N", "CA", "C"})
 
-#: SG-SG distance (Angstrom) up to which two cysteines count as bonded: OpenMM's rule (``Topology.
-#: createDisulfideBonds``), which makes the CONECT records martinize2 reads; a real disulfide is about 2.05 A
-DISULFIDE_MAX_A = 3.0
-
 #: header records kept for pdbfixer (MODRES names the parent of a modified residue)
 _HEADER_RECORDS = ("MODRES", "SEQRES", "CRYST1")
 
 
 @dataclass
 class CleanedStructure:
-    """What :func:`clean_pdb` made: the cleaned PDB text (Angstrom, one model), what the input was, its size, and one
-    note per change made (each starting with the input's path)."""
+    """What :func:`clean_pdb` made: the cleaned PDB text (Angstrom, one model), the residues it holds in the CG
+    mapping's form, what the input was, its size, and one note per change made (each starting with the input's
+    path). :meth:`molecule` maps the residues."""
 
     text: str
     source: str
+    residues: List[RawResidue] = field(default_factory=list)     # == parse_pdb(text).residues
+    n_models: int = 0                                           # MODEL records of ``text`` (0 for a cleaned one)
     n_residues: int = 0
     n_chains: int = 0
     n_atoms: int = 0
@@ -76,8 +84,16 @@ class CleanedStructure:
 
     @classmethod
     def from_file(cls, path: str) -> "CleanedStructure":
-        """A structure as it is in the PDB file ``path`` (a run's own ``cleaned.pdb``), not cleaned again."""
-        return cls(text=read_pdb_file(Path(path)), source=str(path))
+        """A structure as it is in the PDB file ``path`` (a run's own ``cleaned.pdb``), read once, not cleaned
+        again."""
+        text = read_pdb_file(Path(path))
+        parsed = parse_pdb(text, str(path))
+        return cls(text=text, source=str(path), residues=parsed.residues, n_models=parsed.n_models)
+
+    def molecule(self, mapping: str = "5bead") -> CGMolecule:
+        """The CG molecule of the residues (:func:`~flashschnet.cg.mapping.map_residues`; messages name
+        :attr:`source`)."""
+        return map_residues(self.residues, self.source, mapping, n_models=self.n_models)
 
     def write(self, path: str) -> str:
         """Write the cleaned structure to ``path`` (its folder must exist; atomic, a failed write raises
@@ -87,12 +103,6 @@ class CleanedStructure:
         with atomic_write(path, "w", what="writing the cleaned structure") as f:
             f.write(self.text)
         return path
-
-
-def _label(res) -> str:
-    """``"LYS 12 (chain A)"`` for an OpenMM Topology residue."""
-    chain = (res.chain.id or "").strip() or "-"
-    return f"{res.name} {res.id}{(res.insertionCode or '').strip()} (chain {chain})"
 
 
 def _resolve_alternates(structure) -> tuple:
@@ -120,7 +130,7 @@ def _resolve_alternates(structure) -> tuple:
                     order = list(dict.fromkeys(names.values()))
                     for loc in residue.locations.values():    # OpenMM names only the first location's residue
                         loc.name = loc.residue_name_with_spaces.strip()
-                    best_name = max(order, key=lambda n: (occupancy.get(n, 0.0), -order.index(n)))
+                    best_name = order[highest_occupancy([occupancy.get(n, 0.0) for n in order])]
                     residue.primary_location_id = next(k for k, n in names.items() if n == best_name)
                     renamed.append(f"{best_name} {residue.number}{residue.insertion_code.strip()} "
                                    f"(chain {chain.chain_id.strip() or '-'}; also "
@@ -134,8 +144,8 @@ def _resolve_alternates(structure) -> tuple:
                         keys = mine or keys
                     if len(atom.locations) > 1:
                         n_atoms += 1
-                    atom.default_location_id = max(
-                        keys, key=lambda k: (float(atom.locations[k].occupancy), -keys.index(k)))
+                    atom.default_location_id = keys[highest_occupancy([float(atom.locations[k].occupancy)
+                                                                        for k in keys])]
         break                     # the first model only (the reader loaded no other)
     return n_atoms, renamed
 
@@ -176,7 +186,7 @@ def clean_pdb(pdb: str, keep_hydrogens: bool = False) -> CleanedStructure:
 
     notes: List[str] = []
     if parsed.n_models > 1:
-        notes.append(f"{src}: {parsed.n_models} models found; using the first (MODEL 1) only")
+        notes.append(note.several_models(src, parsed.n_models))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -188,25 +198,20 @@ def clean_pdb(pdb: str, keep_hydrogens: bool = False) -> CleanedStructure:
                          f"{str(exc).splitlines()[0] if str(exc) else ''}); fix the file (e.g. re-save it "
                          "from a viewer or download it again)") from None
     if n_alt:
-        notes.append(f"{src}: {n_alt} atoms have alternate locations; kept, per atom, the one with the highest "
-                     "occupancy (first in the file on ties)")
+        notes.append(note.alternate_locations(src, n_alt))
     if renamed:
-        notes.append(f"{src}: residues with alternative residue names; kept the name of highest occupancy: "
-                     + format_list(renamed))
+        notes.append(note.alternative_residue_names(src, renamed))
     # force-field names OpenMM's tables leave (HSE, HISD, CYM, ...): the same table the CG mapping accepts
     parent = {one: three for three, one in STANDARD_RESIDUES.items()}
     for res in first.topology.residues():
         if res.name in RESIDUE_ALIASES and res.name != "MSE":        # MSE: pdbfixer's, below (adds SD)
             res.name = parent[RESIDUE_ALIASES[res.name]]
-    std_names = _standardised_names(parsed, first.topology)
+    std_names = standardised_names(parsed, first.topology)
     if std_names:
-        notes.append(f"{src}: residue names standardised (OpenMM's and the CG mapping's tables): {format_counts(Counter(std_names))}")
-    unbonded = _unbonded_disulfides(text, parsed, first.topology, first.positions)
+        notes.append(note.standardised_names(src, std_names))
+    unbonded = unbonded_disulfides(text, parsed, first.topology, first.positions)
     if unbonded:
-        notes.append(f"{src}: {len(unbonded)} disulfide bonds the file declares (SSBOND records, CYX names) are not in "
-                     f"its coordinates (SG-SG beyond {DISULFIDE_MAX_A:g} A): {format_list(unbonded, 4)}; neither engine "
-                     "bonds them (martinize2 bonds cysteines from their coordinates, the CG model has no disulfide "
-                     "term): fix the structure if they should be bonded")
+        notes.append(note.unbonded_disulfides(src, unbonded, DISULFIDE_MAX_A))
 
     buf = io.StringIO()
     for line in text.splitlines():
@@ -228,7 +233,7 @@ def clean_pdb(pdb: str, keep_hydrogens: bool = False) -> CleanedStructure:
                                  "residues nor pdbfixer's table of modified residues knows; rename it to its standard "
                                  "parent (or add a MODRES record naming the parent), or delete it")
             removed = [r.name for r in fixer.removeHeterogens(keepWater=False)]
-            # pdbfixer keeps nucleic acids; neither engine models them (MARTINI's protein path, the CG protein model)
+            # pdbfixer keeps nucleic acids; neither force field models them (MARTINI's protein path, the CG protein model)
             nucleic = [r for r in fixer.topology.residues() if r.name not in proteinResidues]
             if nucleic:
                 modeller = app.Modeller(fixer.topology, fixer.positions)
@@ -241,12 +246,12 @@ def clean_pdb(pdb: str, keep_hydrogens: bool = False) -> CleanedStructure:
                     modeller = app.Modeller(fixer.topology, fixer.positions)
                     modeller.delete(h)
                     fixer.topology, fixer.positions = modeller.topology, modeller.positions
-            fixer.topology, fixer.positions, ideal_cb = _add_ideal_cb(fixer.topology, fixer.positions)
+            fixer.topology, fixer.positions, placed_cb = _add_ideal_cb(fixer.topology, fixer.positions)
             fixer.missingResidues = {}               # gaps stay gaps (chain breaks), not modelled loops
             fixer.findMissingAtoms()
-            fixer.missingTerminals = {}              # no OXT: neither engine uses it
+            fixer.missingTerminals = {}              # no OXT: neither force field uses it
             # a residue without N, CA or C has no backbone to build on: pdbfixer would invent one (a CA trace
-            # becomes a full chain of guesses); leave it as it is and let each engine say what it needs
+            # becomes a full chain of guesses); leave it as it is and let each force field say what it needs
             incomplete = [r for r, atoms in fixer.missingAtoms.items() if BACKBONE & {a.name for a in atoms}]
             for r in incomplete:
                 del fixer.missingAtoms[r]
@@ -260,45 +265,72 @@ def clean_pdb(pdb: str, keep_hydrogens: bool = False) -> CleanedStructure:
                          f"{str(exc).splitlines()[0] if str(exc) else ''}); fix the structure or clean it "
                          "yourself (pdbfixer, or a viewer)") from None
     if replaced:
-        notes.append(f"{src}: modified residues replaced by their standard parents (pdbfixer): {format_list(replaced)}")
+        notes.append(note.modified_residues(src, replaced))
     if removed:
-        notes.append(f"{src}: removed {len(removed)} non-protein residues (waters, ions, ligands, capping groups, "
-                     "nucleic acids): "
-                     f"{format_counts(Counter(removed))}")
-    if ideal_cb:
-        notes.append(f"{src}: placed the missing CB of {len(ideal_cb)} residues by ideal geometry from N, CA, C "
-                     f"(pdbfixer then rebuilt the rest of the side chain): {format_list(ideal_cb)}")
+        notes.append(note.removed_non_protein(src, removed))
+    if placed_cb:
+        notes.append(note.ideal_cb_placed(src, placed_cb))
     if incomplete:
-        notes.append(f"{src}: {len(incomplete)} residues lack backbone atoms (N, CA or C); not rebuilt (a backbone "
-                     f"cannot be guessed): {format_list([_label(r) for r in incomplete])}")
+        notes.append(note.incomplete_backbone(src, [_label(r) for r in incomplete]))
     if rebuilt:
-        notes.append(f"{src}: rebuilt missing heavy atoms (pdbfixer) of {len(rebuilt)} residues: {format_list(rebuilt, 3)}")
+        notes.append(note.rebuilt_atoms(src, rebuilt))
     residues = list(fixer.topology.residues())
     if not residues:
         raise InputError(f"{src}: no protein residues left after removing waters, ions, ligands and nucleic acids; give a PDB "
                          "file of a protein")
     out = io.StringIO()
     # PDBFile.writeFile's header carries today's date; ours does not, so the same input gives the same bytes
-    out.write(f"REMARK   1 CLEANED BY FLASHSCHNET (OPENMM PDBFILE, PDBFIXER) FROM {os.path.basename(src)[:40]}\n")
+    header = f"REMARK   1 CLEANED BY FLASHSCHNET (OPENMM PDBFILE, PDBFIXER) FROM {os.path.basename(src)[:40]}\n"
+    out.write(header)
     app.PDBFile.writeModel(fixer.topology, fixer.positions, out, keepIds=True)
     app.PDBFile.writeFooter(fixer.topology, out)
-    return CleanedStructure(text=out.getvalue(), source=src, n_residues=len(residues),
+    mapped = _written_residues(fixer.topology, fixer.positions, len(header.splitlines()), src)
+    return CleanedStructure(text=out.getvalue(), source=src, residues=mapped, n_residues=len(residues),
                             n_chains=fixer.topology.getNumChains(), n_atoms=fixer.topology.getNumAtoms(), notes=notes,
                             incomplete_backbone=[_label(r) for r in incomplete])
 
 
-#: the ideal CB from N, CA, C in Angstrom: CB = CA + A*(b x c) + B*b + C*c, b = CA - N, c = C - CA (the cross
-#: product makes it Angstrom-only). The constants of the tetrahedral CB of protein-design codes (e.g. ProteinMPNN).
-IDEAL_CB = (-0.58273431, 0.56802827, -0.54067466)
-
-
-def ideal_cb(n, ca, c):
-    """Position (Angstrom) of an L-amino acid's CB from its N, CA and C positions (Angstrom; float arrays)."""
+def _written_residues(topology, positions, header_lines: int, src: str) -> List[RawResidue]:
+    """The residues that ``PDBFile.writeModel(topology, positions, keepIds=True)`` writes after ``header_lines``,
+    as :func:`~flashschnet.cg.pdb.parse_pdb` reads them back, without writing and reading text: the same rounding
+    of the coordinates (OpenMM's ``_format_83`` of the Angstrom values), the same truncated names and ids, the same
+    line numbers; a TER record ends each chain, and consecutive residues of a chain with the same number, insertion
+    code and name are one residue, as the reader joins them. So a new run maps exactly what a resumed run reads from
+    its ``cleaned.pdb`` (tests/openmm/test_cleaning.py compares the two for every structure it cleans)."""
     import numpy as np
+    import openmm.app as app
+    import openmm.unit as unit
+    from openmm.app.pdbfile import _format_83, _formatIndex
 
-    n, ca, c = (np.asarray(v, dtype=float) for v in (n, ca, c))
-    b, cc = ca - n, c - ca
-    return IDEAL_CB[0] * np.cross(b, cc) + IDEAL_CB[1] * b + IDEAL_CB[2] * cc + ca
+    xyz = np.asarray(positions.value_in_unit(unit.angstrom))      # as writeModel converts them
+    standard = set(app.PDBFile._standardResidues) - {"HOH"}         # writeModel's ATOM (not HETATM) records
+    out: List[RawResidue] = []
+    lineno, k = header_lines, 0
+    for ci, chain in enumerate(topology.chains()):
+        chain_id = chain.id if len(chain.id) == 1 else chr(ord("A") + ci % 26)
+        current = None                                            # a TER record (or the start) came before
+        for ri, res in enumerate(list(chain.residues())):
+            resname = res.name[:3].strip().upper()
+            number = (res.id if len(res.id) < 5 else _formatIndex(ri + 1, 4)).strip()
+            try:
+                resseq = residue_number(number)
+            except ValueError:
+                raise InputError(f"{src}: cannot read the residue number {number!r} the cleaned structure gives "
+                                 f"{_label(res)}; renumber the residues") from None
+            icode = (res.insertionCode if len(res.insertionCode) == 1 else "").strip()
+            if current is None or (current.resseq, current.icode, current.resname) != (resseq, icode, resname):
+                current = RawResidue(record="ATOM" if res.name in standard else "HETATM", chain=chain_id,
+                                     resseq=resseq, icode=icode, resname=resname, after_ter=ci > 0 and current is None)
+                out.append(current)
+            for atom in res.atoms():
+                lineno += 1
+                element = atom.element.symbol if atom.element is not None else "EP"
+                current.atoms.append(Atom(name=atom.name[:4].strip(), altloc="", occupancy=1.0,
+                                          xyz=tuple(float(_format_83(v)) for v in xyz[k]), element=element.strip(),
+                                          lineno=lineno))
+                k += 1
+        lineno += 1                                               # the chain's TER record
+    return out
 
 
 def _add_ideal_cb(topology, positions):
@@ -340,74 +372,3 @@ def _add_ideal_cb(topology, positions):
     for a, b in topology.bonds():
         new.addBond(old_to_new[a], old_to_new[b])
     return new, new_xyz * unit.nanometer, [_label(r) for r in missing]
-
-
-def _key(res) -> tuple:
-    """(chain id, residue number, insertion code) of an OpenMM Topology residue: :func:`_raw_key`'s key."""
-    return ((res.chain.id or "").strip(), str(res.id).strip(), (res.insertionCode or "").strip())
-
-
-def _raw_key(raw) -> tuple:
-    """(chain id, residue number, insertion code) of a residue of :func:`~flashschnet.cg.pdb.parse_pdb`."""
-    return (raw.chain.strip(), str(raw.resseq), raw.icode.strip())
-
-
-def _unbonded_disulfides(text: str, parsed, topology, positions) -> List[str]:
-    """The disulfide bonds a PDB file declares whose SG atoms are more than :data:`DISULFIDE_MAX_A` apart (or
-    missing), as ``"CYS 28 (chain -)-CYS 44 (chain -) 3.66 A"``; a CYX residue left without a CYX partner as
-    ``"CYS 5 (chain A) (CYX, no partner)"``.
-
-    Declared are the pairs of the SSBOND records (fixed columns: the PDB format's, read here because neither
-    OpenMM's reader nor mdtraj keeps them) and the residues named CYX (AMBER's name for a bonded cysteine), paired
-    nearest first among those no SSBOND record names. ``topology``/``positions`` are OpenMM's (nm), first model."""
-    import numpy as np
-    import openmm.unit as unit
-
-    residues = {_key(r): r for r in topology.residues()}
-    xyz = np.asarray(positions.value_in_unit(unit.angstrom))
-    sg = {k: xyz[a.index] for k, r in residues.items() for a in r.atoms() if a.name == "SG"}
-
-    def dist(a, b):
-        return float(np.linalg.norm(sg[a] - sg[b])) if a in sg and b in sg else float("inf")
-
-    pairs = []
-    for line in text.splitlines():
-        if not line.startswith("SSBOND"):
-            continue
-        line = line.ljust(72)
-        # a bond to a symmetry mate (an operator other than 1555) is not between atoms of this file
-        if {line[59:65].strip(), line[66:72].strip()} <= {"", "1555"}:
-            pairs.append(((line[15].strip(), line[17:21].strip(), line[21].strip()),
-                          (line[29].strip(), line[31:35].strip(), line[35].strip())))
-    named = {k for p in pairs for k in p}
-    cyx_keys = {_raw_key(raw) for raw in parsed.residues if raw.resname == "CYX"} - named
-    cyx = [k for k in residues if k in cyx_keys]                         # file order
-    candidates = sorted((dist(a, b), i, j) for i, a in enumerate(cyx) for j, b in enumerate(cyx) if i < j)
-    paired, cyx_pairs = set(), []
-    for d, i, j in candidates:                                           # nearest first
-        if i not in paired and j not in paired and d < float("inf"):
-            cyx_pairs.append((i, j))
-            paired |= {i, j}
-    pairs += [(cyx[i], cyx[j]) for i, j in sorted(cyx_pairs)]            # listed in file order
-
-    def label(k):
-        return _label(residues[k]) if k in residues else f"{k[1]}{k[2]} (chain {k[0] or '-'}; not in the file)"
-
-    out = [f"{label(a)}-{label(b)} " + (f"{dist(a, b):.2f} A" if dist(a, b) < float("inf") else "(no SG atom)")
-           for a, b in pairs if not dist(a, b) <= DISULFIDE_MAX_A]
-    out += [f"{label(cyx[i])} (CYX, no partner)" for i in range(len(cyx)) if i not in paired]
-    return out
-
-
-def _standardised_names(parsed, topology) -> List[str]:
-    """``"HSD->HIS"`` for every residue whose name OpenMM's reader changed (matched by chain, number, insertion
-    code)."""
-    read = {}
-    for raw in parsed.residues:
-        read.setdefault(_raw_key(raw), raw.resname)
-    out = []
-    for res in topology.residues():
-        name = read.get(_key(res))
-        if name and name != res.name:
-            out.append(f"{name}->{res.name}")
-    return out

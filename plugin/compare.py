@@ -1,4 +1,4 @@
-"""MARTINI 3 vs FlashSchNet on the same PDB, in the same engine, on the same machine: the job behind
+"""MARTINI 3 vs FlashSchNet on the same PDB, in the same MD engine (OpenMM), on the same machine: the job behind
 ``flashschnet-compare``.
 
 It runs ``flashschnet-martini`` (20 fs, one solvated protein) into ``OUT/martini`` and ``flashschnet-simulate``
@@ -8,7 +8,7 @@ It runs ``flashschnet-martini`` (20 fs, one solvated protein) into ``OUT/martini
   included; set-up, minimisation and the first network call are not counted);
 * structure, one bead per residue (MARTINI's BB, the 5-bead mapping's CA), each against its own mapping of the
   PDB (martinize2's ``cg.pdb``; the CG topology's native positions): backbone RMSD, radius of gyration, per-residue
-  RMSF, native contacts Q and secondary-structure retention (:mod:`flashschnet.openmm.analysis`); the summary
+  RMSF, native contacts Q and secondary-structure retention (:mod:`flashschnet.openmm.observables`); the summary
   statistics use the second half of each run's frames, pooled over replicas.
 
 Outputs: ``OUT/comparison.md`` (a Markdown table), ``OUT/comparison.json``, ``OUT/comparison.png``.
@@ -24,9 +24,9 @@ from typing import Callable, Dict, Optional
 import numpy as np
 
 from ..errors import InputError
-from .analysis import native_dssp, structure_metrics
+from .observables import native_dssp, structure_metrics
 from .cleaning import CLEANED_NAME, clean_pdb
-from .rundir import RunDir, backbone_beads, pdb_positions, read_log, read_pdb
+from .run_reader import RunDir, backbone_beads, pdb_positions, read_log, read_pdb
 
 MARTINI_DT_FS = 20.0
 FLASHSCHNET_DT_FS = 4.0
@@ -139,7 +139,7 @@ def _structure_line(structures: Optional[Dict[str, object]]) -> str:
         return "Input: the PDB as each run read it (run directories without `cleaned.pdb`)."
     digest = next(iter(structures["sha256"].values()))
     if structures["same"]:
-        return (f"Input: both engines read the same cleaned structure (`cleaned.pdb`, sha256 `{digest[:12]}`; "
+        return (f"Input: both force fields read the same cleaned structure (`cleaned.pdb`, sha256 `{digest[:12]}`; "
                 "`flashschnet.openmm.cleaning`).")
     return "Input: **the two runs read different cleaned structures** (see comparison.json)."
 
@@ -262,7 +262,6 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
                 raise InputError(f"{d}: already holds a run; re-analyse it with --analyse-only or choose another --out")
         if s.replicas < 1 or s.frames < 1 or s.martini_ns <= 0 or s.flashschnet_ns <= 0:
             raise InputError("--replicas and --frames must be >= 1 and the simulated times positive")
-        from ..cg import map_pdb_text
         from ..checkpoint import load_model
         from ..limits import check_replicas
         from .martini.run import MartiniSettings, run_martini
@@ -282,8 +281,7 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
         flash.validate()
         model = load_model(s.model)
         cleaned = clean_pdb(s.pdb)             # what both runs will map (each cleans the PDB the same way)
-        check_replicas(s.replicas, map_pdb_text(cleaned.text, source=s.pdb,
-                                                mapping=model.config.get("cg_mapping") or "5bead").n_beads)
+        check_replicas(s.replicas, cleaned.molecule(model.config.get("cg_mapping") or "5bead").n_beads)
         if s.priors:
             from ..priors import load_priors
 

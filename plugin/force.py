@@ -19,6 +19,7 @@ from torch import nn
 
 import openmm  # noqa: F401  (import order: torch first, then openmm/openmmtorch)
 
+from ..errors import InputError
 from ..loaded import as_loaded
 from ..names import NETWORK_FORCES
 from .units import conversion_factors
@@ -133,6 +134,13 @@ def create_python_force(model, bead_types, replicas: int = 1, force_group: int =
     return force
 
 
+def check_network_force(kind, name: str = "kind") -> None:
+    """One-line :class:`InputError` unless ``kind`` is a way OpenMM calls the network (:data:`NETWORK_FORCES`: an
+    openmm-torch TorchForce or an openmm.PythonForce); ``name``: how the caller spells the option."""
+    if kind not in NETWORK_FORCES:
+        raise InputError(f"{name} must be {' or '.join(NETWORK_FORCES)}, got {kind!r}")
+
+
 def add_network_force(system, model, bead_types, replicas: int = 1, force_group: int = 0, kind: str = "torch"):
     """Add the network to ``system`` over ``replicas`` packed copies; returns the force.
 
@@ -143,11 +151,10 @@ def add_network_force(system, model, bead_types, replicas: int = 1, force_group:
     if system.getNumParticles() != n:
         raise ValueError(f"the System has {system.getNumParticles()} particles; {replicas} replicas of "
                          f"{len(bead_types)} beads need {n}")
+    check_network_force(kind)
     if kind == "torch":
         force = create_torch_force(network_module(model, bead_types, replicas), force_group)
-    elif kind == "python":
-        force = create_python_force(model, bead_types, replicas, force_group)
     else:
-        raise ValueError(f"network force kind {kind!r}: use one of {NETWORK_FORCES}")
+        force = create_python_force(model, bead_types, replicas, force_group)
     system.addForce(force)
     return force

@@ -25,6 +25,10 @@ Options of ``MLPotential("flashschnet", ...)``:
   ``"fp16"`` (see :class:`flashschnet.CGSchNet`);
 * ``cudaGraph``: ``True`` to replay each network step as a CUDA graph (fused backends on CUDA; default False).
 
+All but ``modelPath`` and ``priors`` are the fields of :class:`flashschnet.options.ModelOptions` (``cudaGraph`` and
+``compressKnots`` spelled in camelCase), checked by its ``validate`` and applied by
+:func:`flashschnet.options.prepare_model`, as flashschnet-simulate does.
+
 Options of ``createSystem(topology, ...)``: ``replicas`` (default 1), ``positions`` (nm; with them, chains
 also break where a peptide bond is too long, as when mapping a PDB), ``device`` (a torch device for the
 network; default CUDA when available), ``removeCMMotion`` (OpenMM-ML's own, default True).
@@ -40,6 +44,9 @@ from __future__ import annotations
 from openmmml.mlpotential import MLPotentialImpl, MLPotentialImplFactory
 
 _OPTIONS = ("precision", "backend", "quantize", "priors", "matmul", "cudaGraph", "compress", "compressKnots")
+
+#: this potential's spelling of the model options (flashschnet.options.ModelOptions) it names differently
+_NAMES = {"cuda_graph": "cudaGraph", "compress_knots": "compressKnots"}
 
 
 class FlashSchNetPotentialImplFactory(MLPotentialImplFactory):
@@ -70,6 +77,7 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
                  priors="model", matmul: str = "auto", cudaGraph: bool = False, compress: str = "none",
                  compressKnots=None, **args):
         from flashschnet.errors import InputError
+        from flashschnet.options import ModelOptions
 
         if args:
             raise InputError(f"MLPotential({name!r}): unknown option(s) {', '.join(sorted(args))}; known: modelPath, "
@@ -77,42 +85,21 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
         if modelPath is None:
             raise InputError(f"MLPotential({name!r}) needs modelPath=, the model file (a flashschnet checkpoint, e.g. "
                              "examples/trpcage_trained.pt, or an mlcg file converted with flashschnet-convert)")
-        if precision not in ("single", "double"):
-            raise InputError(f"MLPotential({name!r}): precision must be 'single' or 'double', got {precision!r}")
-        from flashschnet.transforms import variant
-
-        variant(quantize)   # raises InputError naming the known variants
-        from flashschnet.names import MATMULS
-
-        if matmul not in MATMULS:
-            raise InputError(f"MLPotential({name!r}): matmul must be one of {', '.join(MATMULS)}, got {matmul!r}")
-        self.matmul, self.cuda_graph = matmul, bool(cudaGraph)
-        from flashschnet.names import COMPRESSIONS
-
-        if compress not in COMPRESSIONS:
-            raise InputError(f"MLPotential({name!r}): compress must be one of {', '.join(COMPRESSIONS)}, "
-                             f"got {compress!r}")
-        if compressKnots is not None:
-            if isinstance(compressKnots, bool) or not isinstance(compressKnots, int) or compressKnots < 4:
-                raise InputError(f"MLPotential({name!r}): compressKnots must be an integer >= 4 or None, "
-                                 f"got {compressKnots!r}")
-            if compress == "none":
-                raise InputError(f"MLPotential({name!r}): compressKnots needs a compression; pass compress='float32', "
-                                 "'float16' or 'bfloat16'")
-        self.compress, self.compress_knots = compress, compressKnots
-        self.name, self.model_path = name, modelPath
-        self.precision, self.backend, self.quantize, self.priors = precision, backend, quantize, priors
+        self.options = ModelOptions(backend=backend, precision=precision, quantize=quantize, compress=compress,
+                                    compress_knots=compressKnots, matmul=matmul, cuda_graph=bool(cudaGraph))
+        try:
+            self.options.validate(names=_NAMES)
+        except InputError as exc:
+            raise InputError(f"MLPotential({name!r}): {exc}") from None
+        self.name, self.model_path, self.priors = name, modelPath, priors
 
     def addForces(self, topology, system, atoms, forceGroup: int, replicas: int = 1, positions=None, **args):
         """Set the CG masses of ``system``'s particles and add the network and prior forces in ``forceGroup``.
 
         ``replicas``: copies packed in ``topology``; ``positions`` (optional, nm): used for chain breaks only.
         """
-        import torch
-
-        from flashschnet.checkpoint import load_model
         from flashschnet.errors import InputError
-        from flashschnet.transforms import apply_compression, apply_variant
+        from flashschnet.options import prepare_model
 
         from .system import add_model_forces
         from .topology import cg_molecule_from_topology
@@ -129,11 +116,7 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
             replicas = int(replicas)
         except (TypeError, ValueError):
             raise InputError(f"replicas must be a positive integer, got {replicas!r}") from None
-        dtype = torch.float64 if self.precision == "double" else torch.float32
-        device = self._getTorchDevice(args)
-        model = load_model(self.model_path, backend=self.backend, dtype=dtype, device=device, matmul=self.matmul,
-                           cuda_graph=self.cuda_graph)
-        model = apply_variant(apply_compression(model, self.compress, self.compress_knots), self.quantize)
+        model = prepare_model(self.model_path, self.options, self._getTorchDevice(args))
         mapping = model.config.get("cg_mapping") or "5bead"
         mol = cg_molecule_from_topology(topology, positions=positions, replicas=replicas, mapping=mapping)
         if mol.n_beads * replicas != n_particles:

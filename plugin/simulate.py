@@ -4,7 +4,7 @@
 data flow. Output directory layout::
 
     DIR/run.json            the run's settings (a resumed run must match them)
-    DIR/cleaned.pdb         the PDB as cleaned for both engines (:mod:`flashschnet.openmm.cleaning`); what was mapped
+    DIR/cleaned.pdb         the PDB as cleaned for both force fields (:mod:`flashschnet.openmm.cleaning`); what was mapped
     DIR/topology.pdb        the CG structure (one replica), for loading the DCDs
     DIR/replica_000.dcd     one trajectory per replica
     DIR/log.csv             step, time_ps, replica, potential_energy_kJ_mol, temperature_K, ns_per_day
@@ -30,32 +30,33 @@ TorchForce (or PythonForce) runs and OpenMM's own prior forces (:class:`~flashsc
 
 Parallel tempering and ensembles (``temperatures``, ``workers``, ``scheduler`` or ``blocks`` set) go through
 :mod:`flashschnet.openmm.ensemble` instead: :func:`prepare` builds the same System for each block
-(:class:`CGBuilder`, picklable for Dask workers) and the ensemble driver runs them; the directory then also holds
+(:class:`CGBuilder`, picklable for Dask workers) and
+:func:`~flashschnet.openmm.ensemble.run.run_ensemble` runs them; the directory then also holds
 ``T<K>.dcd`` per temperature, ``exchanges.csv``, ``walkers.csv`` and ``blocks/`` (docs/ensembles.md).
 """
 from __future__ import annotations
 
-import functools
 import os
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 import torch
 
-from ..cg.mapping import map_pdb_text
-from ..checkpoint import load_model
 from ..errors import InputError
+from ..fused.engine import running_engine
 from ..limits import check_replicas
-from ..names import COMPRESSIONS, MATMULS, NETWORK_FORCES, ON_BLOWUP, PRECISIONS
+from ..names import ON_BLOWUP
+from ..options import ModelOptions, prepare_model
 from ..threads import run_threads
-from ..transforms import apply_compression, apply_variant, describe, describe_compression, variant
+from ..torchscript import keep_one_plan, one_plan
+from ..transforms import describe, describe_compression
 from .cleaning import CLEANED_NAME, CleanedStructure, clean_pdb
 from .energies import ReplicaEnergies
-from .force import OpenMMNetwork, network_module
-from .runner import (MDJob, RunResult, check_run_settings, open_run_dir, require_new_run_inputs, resume_already_done,
-                     run_dir, run_job)
+from .force import OpenMMNetwork, check_network_force, network_module
+from .runner import (FLAGS, DynamicsSettings, MDJob, RunResult, flag, open_run_dir, require_new_run_inputs,
+                     resume_already_done, run_dir, run_job)
 from .runner.resume import record_files
 from .system import NO_PRIORS_NOTE, build_system, replica_positions_nm
 from .topology import cg_topology, write_cg_pdb
@@ -70,9 +71,6 @@ _FIXED_ON_RESUME = ("pdb", "model", "replicas", "dt_fs", "temperature_K", "frict
 _FILES = {"pdb": (), "model": (), "priors": ()}
 _NEEDED_ON_RESUME = ("model", "priors")
 
-#: command-line spellings of the settings (messages)
-OPTIONS = {"pdb": "PDB", "dt_fs": "--dt", "temperature_K": "--temperature", "friction_per_ps": "--friction"}
-
 #: the temperature of a run given none (K)
 DEFAULT_TEMPERATURE_K = 300.0
 
@@ -81,9 +79,11 @@ _DEFAULTS_OF_NEWER_KEYS = {"quantize": "none", "on_blowup": "stop", "matmul": "a
                            "compress_knots": None, "temperatures": None, "exchange_interval": 500, "blocks": None}
 
 
-@dataclass
-class RunSettings:
-    """Everything that defines a run (units in the names: fs, K, 1/ps).
+@dataclass(kw_only=True)
+class RunSettings(DynamicsSettings):
+    """Everything that defines a CG run: the dynamics (:class:`~flashschnet.openmm.runner.DynamicsSettings`), the
+    model options (fields of :class:`flashschnet.options.ModelOptions`: :meth:`model_options`) and the rest below;
+    keyword arguments only.
 
     ``pdb``, ``model`` and ``steps`` may be None for a resumed run (taken from its run.json);
     ``temperature_K`` None means :data:`DEFAULT_TEMPERATURE_K` (parallel tempering: the ladder instead).
@@ -91,29 +91,19 @@ class RunSettings:
 
     pdb: Optional[str]
     model: Optional[str]
-    out: str
-    steps: Optional[int]
     replicas: int = 1
-    platform: str = "CPU"
-    seed: Optional[int] = None
-    dt_fs: float = 4.0
     temperature_K: Optional[float] = None          # default DEFAULT_TEMPERATURE_K; not with temperatures
-    friction_per_ps: float = 1.0
-    report_interval: Optional[int] = None          # default: steps // 100 (runner.default_report_interval)
-    checkpoint_interval: Optional[int] = None      # default: 10 report intervals, <= 10000 steps where possible
     mapping: Optional[str] = None                  # default: the model's
     priors: Optional[str] = None                   # a prior file overriding the model's priors
-    precision: str = "single"                      # network dtype: single | double
+    precision: str = "single"                      # the model options (flashschnet.options.ModelOptions) ...
     backend: Optional[str] = None
-    quantize: str = "none"                         # none | fp16 | bf16 | fp16-cast | bf16-cast (names.VARIANTS)
+    quantize: str = "none"
+    matmul: str = "auto"
+    cuda_graph: bool = False
+    compress: str = "none"
+    compress_knots: Optional[int] = None           # ... up to here
     network_force: str = "torch"                   # torch (TorchForce) | python (openmm.PythonForce)
-    threads: Optional[int] = None
-    max_force: float = 1.0e5                       # kJ/mol/nm
     on_blowup: str = "stop"                        # stop | drop (a replica that blows up)
-    matmul: str = "auto"                           # triton backend's product precision (names.MATMULS)
-    cuda_graph: bool = False                       # replay each network step as a CUDA graph (speed only)
-    compress: str = "none"                         # filter tables: none | float32 | float16 | bfloat16
-    compress_knots: Optional[int] = None           # knots per table (None: transforms.DEFAULT_KNOTS)
     temperatures: Optional[str] = None             # parallel tempering: "TMIN:TMAX:N" or "T1,T2,..." (K)
     exchange_interval: int = 500                   # steps between exchanges (parallel tempering)
     blocks: Optional[int] = None                   # walkers split into this many packed Contexts (default: workers)
@@ -135,26 +125,30 @@ class RunSettings:
             return temps
         return [float(self.temperature_K)] * int(self.replicas)
 
+    def model_options(self) -> ModelOptions:
+        """The model options of this run (``cuda_graph`` None: False)."""
+        options = ModelOptions.of(self)
+        options.cuda_graph = bool(options.cuda_graph)
+        return options
+
+    def _check_temperature(self) -> None:
+        if self.temperature_K is not None or not self.temperatures:     # tempering: the ladder's, checked there
+            super()._check_temperature()
+
     def validate(self) -> None:
         """Check the settings (one-line :class:`InputError` naming the option); fill in the defaults that depend on
         others (``temperature_K``, ``report_interval``, ``checkpoint_interval``)."""
         if self.temperature_K is None and not self.temperatures:
             self.temperature_K = DEFAULT_TEMPERATURE_K
-        check_run_settings(self, max_dt_fs=50.0)
+        super().validate()
         if self.replicas < 1:
             raise InputError(f"--replicas must be >= 1, got {self.replicas}")
         if self.priors is not None and not str(self.priors).strip():
             raise InputError("--priors is empty; give a prior file or leave --priors out to use the model's priors")
-        if self.network_force not in NETWORK_FORCES:
-            raise InputError(f"--network-force must be {' or '.join(NETWORK_FORCES)}, got {self.network_force!r}")
-        variant(self.quantize)      # raises InputError naming the known variants
-        if self.precision not in PRECISIONS:
-            raise InputError(f"--precision must be {' or '.join(PRECISIONS)}, got {self.precision!r}")
+        check_network_force(self.network_force, flag("network_force"))
+        self.model_options().validate(names={f.name: flag(f.name) for f in fields(ModelOptions)})
         if self.on_blowup not in ON_BLOWUP:
             raise InputError(f"--on-blowup must be {' or '.join(ON_BLOWUP)}, got {self.on_blowup!r}")
-        if self.matmul not in MATMULS:
-            raise InputError(f"--matmul must be one of {', '.join(MATMULS)}, got {self.matmul!r}")
-        check_compression(self.compress, self.compress_knots, "--compress", "--compress-knots")
         if self.ensemble:
             self._validate_ensemble()
 
@@ -188,43 +182,13 @@ class RunSettings:
                             threads=self.threads if self.threads else (1 if self.workers or self.scheduler else None))
 
 
-def check_compression(name, knots, option: str, knots_option: str) -> None:
-    """One-line :class:`InputError` unless ``name`` is one of :data:`COMPRESSIONS` and ``knots`` is None or an
-    integer >= 4 given with a compression (the table itself checks the rest, see :func:`flashschnet.compress`)."""
-    if name not in COMPRESSIONS:
-        raise InputError(f"{option} must be one of {', '.join(COMPRESSIONS)}, got {name!r}")
-    if knots is None:
-        return
-    if isinstance(knots, bool) or not isinstance(knots, int) or knots < 4:
-        raise InputError(f"{knots_option} must be an integer >= 4, got {knots!r}")
-    if name == "none":
-        raise InputError(f"{knots_option} needs a compression: pass {option} float32, float16 or bfloat16")
-
-
 def _load_priors(path: str):
     from ..priors import load_priors
 
     return load_priors(path)
 
 
-def _one_torchscript_plan(fn):
-    """Run ``fn`` letting TorchScript run every call of a module with one plan: no shape-specialised plans
-    after the first (profiling) calls. Such plans may round differently in the last bit, so the forces at a
-    given state would depend on how many times the module had run -- and a resumed run would not repeat the
-    uninterrupted one. The setting is process-wide (it decides a module's plan at its first call); it is
-    restored when ``fn`` returns."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        old = torch.jit.set_fusion_strategy([("STATIC", 0), ("DYNAMIC", 0)])
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            torch.jit.set_fusion_strategy(old)
-
-    return wrapper
-
-
-@_one_torchscript_plan
+@one_plan()     # one TorchScript plan per module (flashschnet.torchscript): a resume repeats the run bitwise
 def run(settings: RunSettings, resume: bool = False, progress: bool = True,
         echo: Callable[[str], None] = print, reporters: Sequence = (),
         given: Optional[Sequence[str]] = None) -> RunResult:
@@ -248,7 +212,7 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
         raise InputError(f"--temperature {s.temperature_K:g} with --temperatures: parallel tempering runs each walker "
                          "at its rung of the ladder; leave --temperature out")
     for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, given=given, files=_FILES,
-                                   needed=_NEEDED_ON_RESUME, defaults=_DEFAULTS_OF_NEWER_KEYS, options=OPTIONS).items():
+                                   needed=_NEEDED_ON_RESUME, defaults=_DEFAULTS_OF_NEWER_KEYS, options=FLAGS).items():
         setattr(s, key, value)
     if s.temperatures:
         s.temperature_K = None                   # the ladder's (run.json files of older versions said 300)
@@ -257,7 +221,10 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     done = resume_already_done(out, s.steps, len(s.ladder())) if resume else None
     if done is not None:
         if s.temperatures:
-            _finish_rung_files(s, out, echo)
+            from .ensemble.run import finish_rung_files
+
+            finish_rung_files(out, s.ladder(), s.report_interval, s.dt_fs * 1e-3, lambda: cg_topology(
+                run_structure(s, out, resume=True).molecule(s.mapping), replicas=1), echo)
         return done
     if s.seed is None:
         s.seed = random.SystemRandom().randrange(1, 2**31 - 1)
@@ -283,31 +250,11 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     job = MDJob(out=out, settings=s, topology=cg_topology(mol, replicas=R), system=cg.system, replicas=R, particles=N,
                 trajectories=[os.path.join(out, f"replica_{r:03d}.dcd") for r in range(R)],
                 trajectory_topology=cg_topology(mol, replicas=1), masses_amu=mol.masses, start=start,
-                run_json=_run_json(s), label=mol.bead_label, replica_energies=cg.energies,
+                run_json=dict(_run_json(s), engine=cg.engine), label=mol.bead_label, replica_energies=cg.energies,
                 on_blowup=s.on_blowup, reporters=reporters, desc=f"{R} x {N} beads")
     result = run_job(job, resume=resume, progress=progress, echo=echo)
     result.notes = list(mol.notes)
     return result
-
-
-def _finish_rung_files(s: RunSettings, out: str, echo: Callable[[str], None]) -> None:
-    """A tempering run at its step count whose per-temperature files (``T<K>.dcd``) are missing or older than
-    ``walkers.csv`` (the run stopped, e.g. on a full disk, after its last checkpoint but before it demultiplexed):
-    write them now from the walker files, as the end of the run would have."""
-    from .ensemble.demux import demultiplex, rung_trajectory
-
-    temps = s.ladder()
-    log = os.path.join(out, "walkers.csv")
-    if not os.path.exists(log):
-        return
-    stale = [t for t in temps if not os.path.exists(rung_trajectory(out, t))
-             or os.path.getmtime(rung_trajectory(out, t)) < os.path.getmtime(log)]
-    if not stale:
-        return
-    structure = run_structure(s, out, resume=True)
-    mol = map_pdb_text(structure.text, source=structure.source, mapping=s.mapping)
-    demultiplex(out, temps, s.report_interval, cg_topology(mol, replicas=1), s.dt_fs * 1e-3, len(temps))
-    echo(f"note: wrote the per-temperature trajectories ({len(temps)} T<K>.dcd files) the run had not finished")
 
 
 def _run_json(s: RunSettings) -> dict:
@@ -327,6 +274,7 @@ class CGSetup:
     priors: object
     system: object
     energies: ReplicaEnergies
+    engine: str = ""          # the edge engine the network runs (flashschnet.fused.engine.running_engine)
 
 
 def run_structure(s: RunSettings, out: str, resume: bool, echo: Callable[[str], None] = lambda m: None) -> CleanedStructure:
@@ -352,16 +300,13 @@ def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda 
     use too). ``structure``: what to map (default: ``s.pdb`` cleaned now). ``s`` is validated; ``s.mapping`` is
     set to the mapping used."""
     # 1. model, 2. CG mapping of the PDB ----------------------------------------------------------------
-    dtype = getattr(torch, PRECISIONS[s.precision])
     device = "cuda" if s.platform == "CUDA" and torch.cuda.is_available() else "cpu"
-    model = load_model(s.model, backend=s.backend, dtype=dtype, device=device, matmul=s.matmul,
-                       cuda_graph=bool(s.cuda_graph))
-    model = apply_variant(apply_compression(model, s.compress, s.compress_knots), s.quantize)
+    model = prepare_model(s.model, s.model_options(), device)
     mapping = s.mapping or model.config.get("cg_mapping") or "5bead"
     s.mapping = mapping
     if structure is None:
         structure = clean_pdb(s.pdb)
-    mol = map_pdb_text(structure.text, source=structure.source, mapping=mapping)
+    mol = structure.molecule(mapping)
     check_replicas(replicas, mol.n_beads)      # before anything of size R is allocated
     for note in mol.notes:
         echo(f"note: {note}")
@@ -374,7 +319,8 @@ def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda 
     module = (network_module(model, types, replicas) if s.network_force == "torch"
               else OpenMMNetwork(model, types, replicas))
     system = build_system(mol, model, replicas=replicas, priors=priors, module=module, network_force=s.network_force)
-    echo(f"note: network backend {model.backend} ({device}, {s.precision} precision; 16-bit weights: "
+    engine = running_engine(model, device)
+    echo(f"note: network backend {model.backend} (engine {engine}; {device}, {s.precision} precision; 16-bit weights: "
          f"{describe(model.config)}; filter tables: {describe_compression(model.config)})")
     if s.matmul not in ("auto", "ieee") and model.backend != "triton":
         echo(f"note: --matmul {s.matmul} is ignored: it sets the triton backend's tensor-core products (on CUDA); "
@@ -383,7 +329,7 @@ def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda 
         echo("note: --cuda-graph is ignored: it replays the triton backend's step on CUDA (--platform CUDA on a GPU "
              "machine)")
     return CGSetup(model=model, mol=mol, priors=priors, system=system,
-                   energies=ReplicaEnergies(module, mol, priors, replicas, s.platform))
+                   energies=ReplicaEnergies(module, mol, priors, replicas, s.platform), engine=engine)
 
 
 class CGBuilder:
@@ -397,8 +343,7 @@ class CGBuilder:
     def __call__(self, replicas: int):
         from .ensemble.block import BlockSystem
 
-        # one TorchScript plan per module, as _one_torchscript_plan: a worker process keeps it for its life
-        torch.jit.set_fusion_strategy([("STATIC", 0), ("DYNAMIC", 0)])
+        keep_one_plan()     # as run(): one TorchScript plan per module; a Dask worker keeps it for its life
         cg = prepare(self.settings, replicas, structure=self.structure)
         mol = cg.mol
         return BlockSystem(system=cg.system, topology=cg_topology(mol, replicas=replicas),
@@ -410,47 +355,24 @@ class CGBuilder:
 
 def _run_ensemble(s: RunSettings, out: str, resume: bool, progress: bool, echo: Callable[[str], None],
                   structure: CleanedStructure) -> RunResult:
-    """Parallel tempering (``--temperatures``) or an ensemble of blocks on Dask (``--workers``/``--scheduler``):
-    :mod:`flashschnet.openmm.ensemble`. Everything is checked (model, PDB, cluster) before the first file is
-    written."""
-    from .ensemble.driver import LocalBlocks, block_specs, drive
-    from .runner import make_run_dir, write_run_json
+    """Parallel tempering (``--temperatures``) or an ensemble of blocks (``--blocks``, Dask ``--workers`` /
+    ``--scheduler``) of CG walkers (:class:`CGBuilder`): :func:`flashschnet.openmm.ensemble.run.run_ensemble`.
+    Everything is checked (model, PDB, cluster) before the first file is written."""
+    from .ensemble.run import run_ensemble
+    from .runner import write_run_json
 
     plan = s.plan(out, s.seed)
     s.blocks = plan.blocks
     cg = prepare(s, 1, echo, structure)         # the model and the PDB, checked here before any output
     mol = cg.mol
-    check_replicas(max(len(sp.walkers) for sp in block_specs(plan)), mol.n_beads)
-    specs = block_specs(plan)
-    builder = CGBuilder(s, structure)         # the cleaned text travels with it (no shared /tmp needed)
-    if s.workers is not None or s.scheduler:
-        from .ensemble.cluster import DaskBlocks
 
-        blocks = DaskBlocks(builder, specs, workers=s.workers, scheduler=s.scheduler,
-                            threads_per_worker=plan.threads or 1, echo=echo)
-    else:
-        blocks = None
-    try:
-        make_run_dir(out)
-        if not resume:
-            write_run_json(out, _run_json(s))
-            structure.write(os.path.join(out, CLEANED_NAME))
-            write_cg_pdb(mol, os.path.join(out, "topology.pdb"))
-        if blocks is None:
-            blocks = LocalBlocks(builder, specs)
-        what = (f"parallel tempering: {plan.walkers} walkers at {', '.join(f'{t:.1f}' for t in plan.temperatures_K)} K, "
-                f"exchanges every {plan.exchange_interval} steps" if plan.tempering
-                else f"ensemble: {plan.walkers} replicas")
-        echo(f"note: {what}; {plan.blocks} block(s) of {', '.join(str(len(sp.walkers)) for sp in specs)} walkers"
-             + (f" on {s.workers} local Dask workers" if s.workers else f" on the Dask cluster at {s.scheduler}"
-                if s.scheduler else " in this process"))
-        r = drive(plan, blocks, specs, resume=resume, progress=progress, echo=echo,
-                  trajectory_topology=cg_topology(mol, replicas=1))
-    finally:
-        if blocks is not None:
-            blocks.close()
-    return RunResult(out=out, steps_done=r.steps_done, replicas=r.walkers, n_beads=mol.n_beads,
-                     ns_per_day_per_replica=r.ns_per_day_aggregate / r.walkers, notes=list(mol.notes),
-                     dropped=r.dropped, on_blowup=s.on_blowup, temperatures_K=r.temperatures_K if plan.tempering else [],
-                     acceptance=r.acceptance, rollbacks=r.rollbacks, timings=r.timings)
+    def write_start() -> None:
+        write_run_json(out, dict(_run_json(s), engine=cg.engine))
+        structure.write(os.path.join(out, CLEANED_NAME))
+        write_cg_pdb(mol, os.path.join(out, "topology.pdb"))
+
+    # the cleaned text travels with the builder (no shared /tmp needed)
+    return run_ensemble(plan, CGBuilder(s, structure), mol.n_beads, cg_topology(mol, replicas=1), write_start,
+                        resume=resume, progress=progress, echo=echo, workers=s.workers, scheduler=s.scheduler,
+                        notes=mol.notes)
 

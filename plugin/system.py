@@ -17,7 +17,7 @@ import torch
 
 from ..errors import InputError
 from ..loaded import as_loaded
-from .force import create_python_force, create_torch_force, network_module
+from .force import check_network_force, create_python_force, create_torch_force, network_module
 from .units import conversion_factors
 
 #: force groups, so energies can be split with ``getState(groups=...)``
@@ -102,6 +102,7 @@ def add_model_forces(system: openmm.System, mol, model=None, replicas: int = 1, 
 
     Parameters are those of :func:`build_system`; ``network_group`` / ``prior_group`` are the force groups.
     """
+    check_network_force(network_force, "network_force")
     if torch_properties and network_force != "torch":
         raise InputError(f"torch_properties apply to the TorchForce only, not network_force={network_force!r}")
     model = None if model is None else as_loaded(model)

@@ -8,9 +8,9 @@ import numpy as np
 import openmm.app as app
 import openmm.unit as unit
 
-from flashschnet.cg import tables
+from flashschnet.cg import residue_data
 from flashschnet.cg.mapping import map_residues
-from flashschnet.cg.pdb import MAX_COORDINATE
+from flashschnet.cg.pdb import MAX_COORDINATE, Atom, RawResidue, position_fault
 from flashschnet.cg.molecule import CGMolecule
 from flashschnet.errors import InputError
 
@@ -39,7 +39,7 @@ def cg_topology(mol: CGMolecule, replicas: int = 1) -> app.Topology:
     if replicas < 1:
         raise InputError(f"cg_topology: replicas must be >= 1, got {replicas}")
     top = app.Topology()
-    elements = {name: app.Element.getBySymbol(sym) for name, sym in tables.BEAD_ELEMENT.items()}
+    elements = {name: app.Element.getBySymbol(sym) for name, sym in residue_data.BEAD_ELEMENT.items()}
     n = mol.n_beads
     bead_residue = np.asarray(mol.bead_residue, dtype=np.int64)
     chain_of_residue = np.asarray(mol.chain_of_residue, dtype=np.int64)
@@ -122,10 +122,11 @@ def cg_molecule_from_topology(topology: app.Topology, positions=None, replicas: 
         pos = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
         if pos.shape[0] != len(atoms):
             raise InputError(f"{source}: {pos.shape[0]} positions for {len(atoms)} atoms")
-        bad = np.flatnonzero(~np.isfinite(pos).all(axis=1) | (np.abs(pos) > MAX_COORDINATE).any(axis=1))
+        faults = [position_fault(p) for p in pos.tolist()]      # the rule of every input coordinate
+        bad = np.flatnonzero(faults)
         if bad.size:
             a = atoms[int(bad[0])]
-            what = "non-finite" if not np.isfinite(pos[bad[0]]).all() else f"beyond {MAX_COORDINATE / 10:.4f} nm"
+            what = "non-finite" if faults[bad[0]] == "non-finite" else f"beyond {MAX_COORDINATE / 10:.4f} nm"
             more = f" ({bad.size} such positions in all)" if bad.size > 1 else ""
             raise InputError(f"{source}: the position of atom {a.name} (index {a.index}) of residue {a.residue.name} "
                              f"{a.residue.id} is {what}: {tuple(float(v) for v in pos[bad[0]] / 10.0)} nm{more}; "
@@ -142,9 +143,13 @@ def cg_molecule_from_topology(topology: app.Topology, positions=None, replicas: 
         resseq, icode = _residue_number(res)
         new_chain = res.chain is not prev_chain
         prev_chain = res.chain
-        records.append((str(res.chain.id or " "), resseq, icode, res.name, new_chain,
-                        [(a.name, a.element.symbol if a.element is not None else "",
-                          tuple(pos[a.index]) if pos is not None else (0.0, 0.0, 0.0)) for a in ratoms]))
+        records.append(RawResidue(record="ATOM", chain=str(res.chain.id or " "), resseq=resseq, icode=icode,
+                                  resname=str(res.name).strip().upper(), after_ter=new_chain, atoms=[
+                                      Atom(name=str(a.name).strip(), altloc="", occupancy=1.0, lineno=0,
+                                           xyz=tuple(float(v) for v in pos[a.index]) if pos is not None
+                                           else (0.0, 0.0, 0.0),
+                                           element=a.element.symbol if a.element is not None else "")
+                                      for a in ratoms]))
     mol = map_residues(records, source, mapping=mapping, geometry=pos is not None)
     expect = "one atom per bead: " + ("N, CA, CB, C, O per residue, no CB for glycine" if mol.mapping == "5bead"
                                       else "CA per residue")

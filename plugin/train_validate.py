@@ -21,8 +21,8 @@ from ..checkpoint import load_model
 from ..errors import InputError
 from ..priors import angle_tuples, dihedral_tuples, compute_angle_cos, compute_distances, compute_torsions
 from ..train import map_reference
-from .analysis import kabsch_align, radius_of_gyration
-from .rundir import RunDir
+from .observables import kabsch_align, radius_of_gyration
+from .run_reader import RunDir
 from .simulate import RunSettings, run
 
 KB_KJ = 0.0083144626

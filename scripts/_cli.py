@@ -142,16 +142,21 @@ def add_run_arguments(p: argparse.ArgumentParser, dt_fs: float, seed_help: str,
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def given_settings(args: argparse.Namespace, names: dict) -> dict:
-    """The run settings the command line gave: ``{setting: value}`` for each ``{option dest: setting}`` of
-    ``names`` whose value is not None (the run's own settings fill the rest; see :func:`add_run_arguments`)."""
-    return {setting: getattr(args, dest) for dest, setting in names.items() if getattr(args, dest) is not None}
+def given_settings(args: argparse.Namespace, settings, exclude=("out",)) -> dict:
+    """The run settings the command line gave: ``{field: value}`` for each field of the ``settings`` dataclass (but
+    ``exclude``) whose option is on the command line with a value other than None (the run's own settings fill the
+    rest; see :func:`add_run_arguments`). A field's option is :func:`flashschnet.openmm.runner.flag` of it, the one
+    map of run settings to command-line flags (``dt_fs`` -> ``--dt``, dest ``dt``)."""
+    from dataclasses import fields
 
+    from flashschnet.openmm.runner import flag
 
-#: the options of :func:`add_run_arguments` that are run settings (option dest -> setting name)
-RUN_OPTIONS = {"steps": "steps", "platform": "platform", "seed": "seed", "dt": "dt_fs", "temperature": "temperature_K",
-               "friction": "friction_per_ps", "report_interval": "report_interval",
-               "checkpoint_interval": "checkpoint_interval", "threads": "threads", "max_force": "max_force"}
+    given = {}
+    for f in fields(settings):
+        value = getattr(args, flag(f.name).lstrip("-").replace("-", "_").lower(), None)
+        if f.name not in exclude and value is not None:
+            given[f.name] = value
+    return given
 
 
 #: optional dependency (import name) -> the extra of setup.py that installs it (``pip install 'flashschnet[X]'``);

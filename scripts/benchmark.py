@@ -168,6 +168,8 @@ def _benchmark(args, argv, pdb: Path) -> int:
     from flashschnet.openmm.benchmark.machine import machine_info
     from flashschnet.openmm.benchmark.measure import DISPLACEMENT_A, SEED
     from flashschnet.openmm.benchmark.report import compute_ratios, format_table, label, predict_mb, write_json
+    from flashschnet.openmm.runner import flag
+    from flashschnet.options import ModelOptions
 
     cuda = torch.cuda.is_available()
     device = args.device or ("cuda" if cuda else "cpu")
@@ -177,8 +179,9 @@ def _benchmark(args, argv, pdb: Path) -> int:
     backends = args.backends or (["reference", "torch", "triton"] if device == "cuda" else ["reference", "torch"])
     quantize = args.quantize or ["none"]
     compress = args.compress or ["none"]
-    if args.compress_knots is not None and compress == ["none"]:
-        raise InputError("--compress-knots needs a compression: pass --compress float32, float16 or bfloat16")
+    tabulated = [c for c in compress if c != "none"] or ["none"]
+    ModelOptions(compress=tabulated[0], compress_knots=args.compress_knots).validate(
+        names={f: flag(f) for f in ("compress", "compress_knots")})
     knots = (args.compress_knots or DEFAULT_KNOTS) if compress != ["none"] else None
     check_output_file(args.out, "--out")
     threads = args.threads if args.threads is not None else torch.get_num_threads()

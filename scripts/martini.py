@@ -16,7 +16,7 @@ import math
 import sys
 from typing import List, Optional
 
-from ._cli import RUN_OPTIONS, add_run_arguments, exit_statuses, finish, given_settings
+from ._cli import add_run_arguments, exit_statuses, finish, given_settings
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,16 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-#: the command line's run settings (option dest -> MartiniSettings field)
-SETTINGS = {**RUN_OPTIONS, "pdb": "pdb", "forcefield_dir": "forcefield_dir", "padding": "padding_nm",
-            "salt": "salt_molar", "ignore": "ignore", "minimize_iterations": "minimize_iterations"}
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     from flashschnet.openmm.martini.run import MartiniSettings, run_martini
 
-    given = given_settings(args, SETTINGS)
+    given = given_settings(args, MartiniSettings, exclude=("out", "elastic"))   # elastic: --no-elastic, --go
     if args.no_elastic or args.go:
         given["elastic"] = False
     if args.go:

@@ -26,7 +26,7 @@ from typing import List, Optional
 from flashschnet.names import (BACKENDS, COMPRESSIONS, DEFAULT_KNOTS, MAPPINGS, MATMULS, NETWORK_FORCES, ON_BLOWUP,
                                PRECISIONS, VARIANTS)
 
-from ._cli import RUN_OPTIONS, add_run_arguments, exit_statuses, finish, given_settings, int_type
+from ._cli import add_run_arguments, exit_statuses, finish, given_settings, int_type
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,20 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-#: the command line's run settings (option dest -> RunSettings field)
-SETTINGS = {**RUN_OPTIONS, "pdb": "pdb", "model": "model", "replicas": "replicas", "mapping": "mapping",
-            "priors": "priors", "precision": "precision", "backend": "backend", "quantize": "quantize",
-            "network_force": "network_force", "on_blowup": "on_blowup", "matmul": "matmul", "cuda_graph": "cuda_graph",
-            "compress": "compress", "compress_knots": "compress_knots", "temperatures": "temperatures",
-            "exchange_interval": "exchange_interval", "blocks": "blocks", "workers": "workers",
-            "scheduler": "scheduler"}
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     from flashschnet.openmm.simulate import RunSettings, run
 
-    given = given_settings(args, SETTINGS)
+    given = given_settings(args, RunSettings)
     fields = dict(given)
     settings = RunSettings(pdb=fields.pop("pdb", None), model=fields.pop("model", None), out=args.out,
                            steps=fields.pop("steps", None), **fields)

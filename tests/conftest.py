@@ -81,13 +81,13 @@ def write_faults(monkeypatch):
 def poison_buffers(monkeypatch):
     """The Triton launchers' output and partial buffers start as NaN (instead of uninitialised memory), so a
     kernel that misses an element fails the comparison with its reference."""
-    from flashschnet.fused import triton_ops
+    from flashschnet.fused import workspace
 
     def poisoned(shape, like, dtype=None):
         out = torch.empty(shape, dtype=dtype or like.dtype, device=like.device)
         return out.fill_(float("nan")) if out.is_floating_point() else out
 
-    monkeypatch.setattr(triton_ops, "_empty", poisoned)
+    monkeypatch.setattr(workspace, "_empty", poisoned)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """Accuracy of filter compression (tabulated filters) against the exact network: the error sweep behind
-``python tools/compression_report.py`` (a maintainer's tool, not installed; imported by it and by the tests).
+``python tools/compression_report.py`` (a maintainer's tool, not installed; imported by it).
 
 * :func:`load_systems` -- the test systems: the mlcg oracle model on its frames, the real converted mlcg model on
   its oracle frames, the oracle model on BPTI;

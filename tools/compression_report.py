@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 TOOLS = Path(__file__).resolve().parent
-if str(TOOLS) not in sys.path:          # run as a script from anywhere, or imported by the tests
+if str(TOOLS) not in sys.path:          # run as a script from anywhere: its helpers are beside it
     sys.path.insert(0, str(TOOLS))
 
 import torch  # noqa: E402  (before openmm/openmmtorch)

@@ -26,22 +26,22 @@ next stages down) and each with a deadline:
    kernel backend with bf16 weights (triton: also bf16 / fp16 products, CUDA-graph replay and float32 /
    bfloat16 filter tables) at each R, skipping what is predicted from a smaller R to exceed the memory limit or
    the time left; speed-ups and memory vs this run's reference;
-5. ``openmm`` -- :func:`flashschnet.openmm.benchmark.measure.openmm_loop`, the product's shape: the network as
-   an openmm-torch ``TorchForce`` (falling back to ``openmm.PythonForce``, recorded, only if ``openmmtorch``
-   cannot be imported) on the first of the CUDA, OpenCL and CPU platforms that loads and runs, for the kernel
-   backend's float32 variants of :data:`OPENMM_VARIANTS` (tf32 products, bf16 products, bf16 weights, float32
-   filter tables) at each ``--openmm-replicas`` R (default 1, 8, 64, 128), each as a TorchForce, and (CUDA
-   platform only, else a skip) a TorchForce with openmm-torch's CUDA-graph properties
-   (:data:`flashschnet.openmm.force.CUDA_GRAPH_PROPERTIES`); the reference backend as a TorchForce at the
-   reference R (8, 64) for the speed ratio; the PythonForce at the headline R (64) and the smallest R, tf32 only
-   (what the TorchForce saves; not every variant, to save time); the same System as a parallel-tempering run
-   (:func:`~flashschnet.openmm.benchmark.measure.tempering_loop`: R = 64 walkers, an exchange every 10 steps);
-   and MARTINI 3 on the same protein (:func:`martini_loop`: the committed BPTI system of
-   ``tests/data/martini/systems/bpti``, 20 fs Langevin; needs the MARTINI 3 ``.itp`` files: ``--martini-ff``,
-   default ``.martini_ff/`` (carried to the device) or ``../shared/martini/m3``), so the GPU comparison is one
-   run. Rows run in order of importance (:func:`openmm_plan`: the headline rows first, then the rest of the
-   grid), each skipped when predicted (its setup time plus its steps, linear in R from a smaller R) to overrun
-   the stage's deadline, or when the same configuration failed at a smaller R.
+5. ``openmm`` -- :func:`flashschnet.openmm.benchmark.measure.openmm_loop`, the product's shape: the network as an
+   openmm-torch ``TorchForce`` (falling back to ``openmm.PythonForce``, recorded, only if ``openmmtorch`` cannot be
+   imported) on the first of the CUDA, OpenCL and CPU platforms that loads and runs, for the kernel backend's float32
+   variants of ``OPENMM_VARIANTS`` (:mod:`flashschnet.openmm.benchmark.device_checks`: tf32 products, bf16 products,
+   bf16 weights, float32 filter tables) at each ``--openmm-replicas`` R (default 1, 8, 64, 128), each as a TorchForce,
+   and (CUDA platform only, else a skip) a TorchForce with openmm-torch's CUDA-graph properties
+   (:data:`flashschnet.openmm.force.CUDA_GRAPH_PROPERTIES`); the reference backend as a TorchForce at the reference R
+   (8, 64) for the speed ratio; the PythonForce at the headline R (64) and the smallest R, tf32 only (what the
+   TorchForce saves; not every variant, to save time); the same System as a parallel-tempering run
+   (:func:`~flashschnet.openmm.benchmark.measure.tempering_loop`: R = 64 walkers, an exchange every 10 steps); and
+   MARTINI 3 on the same protein (:func:`martini_loop`: the committed BPTI system of
+   ``tests/data/martini/systems/bpti``, 20 fs Langevin; needs the MARTINI 3 ``.itp`` files: ``--martini-ff``, default
+   ``.martini_ff/`` (carried to the device) or ``../shared/martini/m3``), so the GPU comparison is one run. Rows run in
+   order of importance (:func:`openmm_plan`: the headline rows first, then the rest of the grid), each skipped when
+   predicted (its setup time plus its steps, linear in R from a smaller R) to overrun the stage's deadline, or when the
+   same configuration failed at a smaller R.
 
 Stage *i* must end by ``start + budget * (1 - the later stages' SHARES)``: time a stage leaves goes to the next.
 Before each item a stage checks its deadline (an item it cannot start is a skip); one that overruns it by
@@ -51,7 +51,8 @@ Before each item a stage checks its deadline (an item it cannot start is a skip)
 OpenMM rows, skips included). The exit status is 1 if any stage recorded an error (a failed item, a failed
 precision check, a crashed or killed stage), else 0 (skips, each with its reason, are not failures; nor are
 missed performance targets: the summary and ``tools/device_report.py`` report them as FAIL).
-``tools/device_report.py`` renders device.json into docs/benchmarks.md.
+``tools/device_report.py`` renders device.json into docs/benchmarks.md. A stage's record (:class:`Stage`), the
+precision check and the OpenMM plan are :mod:`flashschnet.openmm.benchmark.device_checks`.
 """
 from __future__ import annotations
 
@@ -68,6 +69,9 @@ import traceback
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
+
+from flashschnet.openmm.benchmark.device_checks import (BOOKKEEPING, GRAPH, PYTHON, TORCH, Stage, log, openmm_plan,
+                                                        precision_checks, write_json)
 
 ROOT = Path(__file__).resolve().parents[1]
 ORACLE = ROOT / "tests" / "data" / "oracles" / "mlcg_schnet_A.pt"
@@ -87,19 +91,8 @@ VARIANTS = ("none", "bf16", "fp16")
 #: compiled and checked for correctness, and those timed
 TABLES = ("float32", "float16", "bfloat16")
 TIMED_TABLES = ("float32", "bfloat16")
-#: the OpenMM rows' variants of the kernel backend (float32 weights unless said): name -> quantize, matmul, compress
-OPENMM_VARIANTS = {"tf32": dict(quantize="none", matmul="auto", compress="none"),
-                   "bf16 products": dict(quantize="none", matmul="bf16", compress="none"),
-                   "bf16 weights": dict(quantize="bf16", matmul="auto", compress="none"),
-                   "float32 tables": dict(quantize="none", matmul="auto", compress="float32")}
-#: the OpenMM network forces: a TorchForce, the same with openmm-torch's CUDA graph, an openmm.PythonForce
-TORCH, GRAPH, PYTHON = "TorchForce", "TorchForce+CUDA graph", "PythonForce"
-#: the headline R of the OpenMM rows (and the R of the parallel-tempering row); the largest R if not measured
-HEADLINE_R = 64
-#: the precision check's prediction (docs/tf32-accuracy.json, "prediction") and its rule: pass if
-#: measured <= PREDICTION_FACTOR * predicted + PREDICTION_ABS, for the energy and the forces
+#: the precision check's prediction (its rule: :func:`precision_checks`)
 PREDICTION = ROOT / "docs" / "tf32-accuracy.json"
-PREDICTION_FACTOR, PREDICTION_ABS = 2.0, 1e-6
 #: the defaults of a device run and of ``--smoke`` (backend, replica and step lists; seconds; GB)
 FULL = dict(device="cuda", backends="reference,torch,triton", replicas="1,8,64,128", budget=450.0, pdb=None,
             reference_replicas="8,64", openmm_replicas="1,8,64,128", openmm_steps=50, warmup=3, repeats=10,
@@ -109,20 +102,6 @@ SMOKE = dict(device="cpu", backends="reference,torch", replicas="1,2", budget=20
               reference_replicas="1,2", openmm_replicas="1,2", openmm_steps=3, warmup=1, repeats=2, max_memory_gb=4.0,
              float64_need_s=0.0, threads=1)
 COMPILE_BEADS = 20
-#: the fields of a record that are not measurements
-BOOKKEEPING = ("item", "status", "seq", "wall_s")
-
-
-def log(msg: str) -> None:
-    """A progress line (unbuffered)."""
-    print(f"[device-checks {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def write_json(obj: Any, path: Path) -> None:
-    """Write ``obj`` atomically: a JSON file at ``path`` is always complete."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -163,58 +142,6 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     fused = [b for b in args.backends if b != "reference"]
     args.kernel_backend = "triton" if "triton" in fused else (fused or args.backends)[-1]
     return args
-
-
-# ----------------------------------------------------------------------------------------- one stage's record
-class Stage:
-    """What a stage records (``results``, ``skips``, ``errors``; each entry tagged with its ``item`` name,
-    ``status`` ok|skipped|error and ``seq``, its place in the stage's order), saved to ``path`` after every item."""
-
-    def __init__(self, path: str, deadline: float):
-        self.path, self.deadline = Path(path), deadline
-        self.data: Dict[str, Any] = {"results": [], "skips": [], "errors": []}
-
-    def left(self) -> float:
-        """Seconds to the stage's deadline."""
-        return self.deadline - time.time()
-
-    def add(self, kind: str, entry: Dict[str, Any]) -> Dict[str, Any]:
-        """Append ``entry`` to ``results``, ``skips`` or ``errors`` and save."""
-        entry["seq"] = sum(len(v) for k, v in self.data.items() if k in ("results", "skips", "errors"))
-        self.data[kind].append(entry)
-        write_json(self.data, self.path)
-        return entry
-
-    def skip(self, item: str, reason: str, **tags) -> None:
-        """Record ``item`` as not run, and why."""
-        self.add("skips", dict(tags, item=item, status="skipped", reason=reason))
-        log(f"{item}: skipped: {reason}")
-
-    def run(self, item: str, fn: Callable[[], Dict[str, Any]], need_s: float = 0.0, **tags) -> Optional[Dict]:
-        """Run ``fn`` (it returns a JSON-able dict) as ``item``; record its result, its error (not raised) or, when
-        the deadline leaves less than ``need_s`` seconds, a skip; ``tags`` are fields of the record.
-
-        Returns
-        -------
-        dict or None
-            The result's record (``tags``, ``item``, ``status``, ``seq``, ``wall_s`` and ``fn``'s dict), or None.
-        """
-        if self.left() < need_s:
-            self.skip(item, f"stage deadline: {max(self.left(), 0):.0f} s left, {need_s:.0f} s wanted", **tags)
-            return None
-        log(f"{item} ...")
-        t0 = time.perf_counter()
-        try:
-            out = dict(tags, item=item, status="ok", **fn())
-        except Exception as exc:  # recorded; the stage goes on
-            self.add("errors", dict(tags, item=item, status="error", error=f"{type(exc).__name__}: {exc}"[:500],
-                                    traceback=traceback.format_exc()[-2000:]))
-            log(f"{item}: FAILED: {type(exc).__name__}: {exc}")
-            return None
-        out["wall_s"] = round(time.perf_counter() - t0, 3)
-        shown = {k: v for k, v in out.items() if k not in tags and k not in BOOKKEEPING + ("times_ms",)}
-        log(f"{item}: ok ({out['wall_s']:.1f} s) " + json.dumps(shown, default=str)[:400])
-        return self.add("results", out)
 
 
 def structure(args):
@@ -324,7 +251,7 @@ def stage_compile(args, st: Stage) -> None:
                   compress: str = "none") -> Dict[str, Any]:
         tdtype = getattr(torch, dtype)
         model = measure.load(config(args, pdb, backend=args.kernel_backend, quantize=variant, matmul=matmul,
-                                    cuda_graph=graph, compress=compress), tdtype, args.device)
+                                    cuda_graph=graph, compress=compress, dtype=dtype), args.device)
         n = min(COMPILE_BEADS, int(mol.n_beads))
         pos = measure.positions(mol, 1, tdtype, args.device)[:, :n].contiguous()
         types = torch.as_tensor(mol.bead_types[:n], dtype=torch.long, device=args.device)
@@ -373,8 +300,7 @@ def stage_correctness(args, st: Stage) -> None:
     Triton: also the compressed models (each table dtype) on the table kernels and on the reference backend."""
     import torch
 
-    import flashschnet
-    from flashschnet.transforms import apply_compression, apply_variant
+    from flashschnet.options import ModelOptions, prepare_model
 
     A = torch.load(ORACLE, weights_only=True)
     pos = A["positions_A"].to(args.device, torch.float32)
@@ -383,8 +309,8 @@ def stage_correctness(args, st: Stage) -> None:
     outputs: Dict[Any, Any] = {}
 
     def check(backend: str, variant: str, comp: str = "none", matmul: str = "auto") -> Dict[str, Any]:
-        model = flashschnet.load_model(ORACLE, backend=backend, device=args.device, matmul=matmul)
-        model = apply_variant(apply_compression(model, comp), variant)
+        model = prepare_model(ORACLE, ModelOptions(backend=backend, matmul=matmul, compress=comp, quantize=variant),
+                              args.device)
         runs = [tuple(t.detach() for t in model.energy_forces(pos, types)) for _ in range(3)]
         e, f = (t.double().cpu() for t in runs[0])
         row = {"energy_rel_err_vs_oracle": rel(e, e_ref), "forces_rel_err_vs_oracle": rel(f, f_ref),
@@ -412,81 +338,6 @@ def stage_correctness(args, st: Stage) -> None:
                 st.run(f"{backend} with {comp} tables float32 on {ORACLE.name}", lambda: check(backend, "none", comp),
                        backend=backend, quantize="none", dtype="float32", compress=comp)
     precision_checks(args, st)
-
-
-def precision_checks(args, st: Stage) -> None:
-    """The measured float32 errors vs the oracle (this stage's rows) against ``--prediction``'s ``prediction``
-    (docs/tf32-accuracy.json: per product precision, ``energy_rel_err_vs_float64`` and
-    ``forces_rel_err_vs_float64``, :func:`rel` of float32 output vs the oracle's float64): pass if
-    ``measured <= PREDICTION_FACTOR * predicted + PREDICTION_ABS`` for both. triton (CUDA): ``tf32`` (float32
-    weights, matmul auto), ``ieee`` and ``bf16`` (matmul ieee / bf16) where predicted; another kernel backend
-    (a CPU): ``ieee`` (it computes exact float32 products), tf32 and bf16 skipped with the reason. A record per
-    check (predicted, measured, rule, ``passed``); a failed check adds an error; no file: a skip."""
-    path = Path(args.prediction)
-    if st.left() < 0:
-        st.skip("tf32 check", f"stage deadline: {max(st.left(), 0):.0f} s left", check="tf32")
-        return
-    if not path.exists():
-        st.skip("tf32 check", f"no prediction: {path} does not exist (yet)", check="tf32")
-        return
-    try:
-        doc = json.loads(path.read_text())
-        pred = doc["prediction"]
-    except Exception as exc:  # an unreadable prediction is a failure of the check
-        st.add("errors", {"item": "tf32 check", "status": "error", "check": "tf32",
-                          "error": f"cannot read {path}: {type(exc).__name__}: {exc}"[:500]})
-        return
-    oracle = str(ORACLE.relative_to(ROOT))
-    if pred.get("oracle") and Path(pred["oracle"]).name != ORACLE.name:
-        st.add("errors", {"item": "tf32 check", "status": "error", "check": "tf32",
-                          "error": f"{path} predicts for {pred['oracle']}, not {oracle}"})
-        return
-    rows = {(r["backend"], r.get("matmul", "auto")): r for r in st.data["results"]
-            if "energy_rel_err_vs_oracle" in r and r["quantize"] == "none" and r.get("compress", "none") == "none"}
-    k = args.kernel_backend
-    if k == "triton":
-        measured = {"tf32": ("triton", "auto"), "ieee": ("triton", "ieee"), "bf16": ("triton", "bf16")}
-    else:
-        measured = {"ieee": (k, "auto")}
-    rule = f"measured <= {PREDICTION_FACTOR:g} x predicted + {PREDICTION_ABS:g} (energy and forces)"
-    for key in ("tf32", "ieee", "bf16"):
-        item = f"{key} check vs {path.name}"
-        if key not in measured:
-            if key == "tf32" or key in pred:
-                st.skip(item, f"backend {k} computes exact float32 products (tf32 / bf16 products: the triton "
-                              "backend on CUDA)", check=key)
-            continue
-        if key not in pred:
-            if key == "tf32":
-                st.skip(item, f"{path.name} predicts no tf32 errors", check=key)
-            continue
-        row = rows.get(measured[key])
-        if row is None:
-            st.skip(item, f"no measured row for {measured[key][0]} matmul {measured[key][1]} (failed or skipped)",
-                    check=key)
-            continue
-        p = pred[key]
-        out = {"check": key, "backend": measured[key][0], "matmul": measured[key][1], "rule": rule,
-               "prediction_file": str(path), "oracle": oracle}
-        passed = True
-        for q in ("energy", "forces"):
-            predicted, got = float(p[f"{q}_rel_err_vs_float64"]), float(row[f"{q}_rel_err_vs_oracle"])
-            limit = PREDICTION_FACTOR * predicted + PREDICTION_ABS
-            out.update({f"{q}_predicted": predicted, f"{q}_measured": got, f"{q}_limit": limit})
-            passed = passed and got <= limit
-        out["passed"] = passed
-        if key == "tf32" and "tf32_rz" in pred:  # diagnostic: within the rule on truncated (round-to-zero) tf32?
-            rz = pred["tf32_rz"]
-            out["within_tf32_rz_rule"] = all(
-                float(row[f"{q}_rel_err_vs_oracle"]) <= PREDICTION_FACTOR * float(rz[f"{q}_rel_err_vs_float64"])
-                + PREDICTION_ABS for q in ("energy", "forces"))
-        st.run(item, lambda: out)
-        if not passed:
-            log(f"{item}: FAIL")
-            st.add("errors", {"item": item, "status": "error", "check": key,
-                              "error": (f"FAIL: measured E {out['energy_measured']:.2e} F {out['forces_measured']:.2e}"
-                                        f" vs predicted E {out['energy_predicted']:.2e} F "
-                                        f"{out['forces_predicted']:.2e}: not {rule}")})
 
 
 def stage_timings(args, st: Stage) -> None:
@@ -550,39 +401,6 @@ def stage_timings(args, st: Stage) -> None:
                     st.run(f"{name} R={R}", lambda: measure_one(pdb, backend, variant, matmul, graph, comp, R),
                            need_s=1.0, **tags)
     st.data["ratios"] = compute_ratios(done)
-
-
-def openmm_plan(args, torch_ok: bool) -> List[Dict[str, Any]]:
-    """The OpenMM rows of the grid in the order they run, most important first: the kernel backend's tf32
-    TorchForce at the smallest R (the probe of a platform) and at the headline R, the reference's TorchForce at
-    the reference R (the speed ratio), the CUDA-graph TorchForce and the PythonForce at the headline R, the
-    MARTINI and parallel-tempering rows, then the rest of the grid (every variant x R x TorchForce with and
-    without CUDA graph) and the PythonForce at the smallest R. Without openmm-torch (``torch_ok`` False) every
-    TorchForce row is a PythonForce row (the fallback). Each row: ``variant``, ``backend``, ``force``,
-    ``replicas`` and the variant's ``quantize`` / ``matmul`` / ``compress``, or ``kind`` martini / tempering."""
-    Rs = args.openmm_replicas
-    head = HEADLINE_R if HEADLINE_R in Rs else max(Rs)
-    refs = [R for R in args.reference_replicas if R in Rs] or [head]
-    k, main = args.kernel_backend, TORCH if torch_ok else PYTHON
-
-    def row(variant, force, R, backend=None, kind="openmm"):
-        opts = OPENMM_VARIANTS.get(variant, OPENMM_VARIANTS["tf32"])
-        return dict(opts, variant=variant, backend=backend or k, force=force, replicas=R, kind=kind)
-
-    plan = [row("tf32", main, min(Rs)), row("tf32", main, head)]
-    if "reference" in args.backends and k != "reference":
-        plan += [row("exact", main, R, backend="reference") for R in sorted(refs, key=lambda R: R != head)]
-    plan += [row("tf32", GRAPH, head), row("tf32", PYTHON, head), dict(kind="martini"),
-             row("tf32", main, head, kind="tempering")]
-    plan += [row(v, f, R) for R in Rs for v in OPENMM_VARIANTS for f in (main, GRAPH)]
-    plan.append(row("tf32", PYTHON, min(Rs)))
-    seen, out = set(), []
-    for r in plan:
-        key = tuple(sorted(r.items()))
-        if key not in seen:
-            seen.add(key)
-            out.append(r)
-    return out
 
 
 def stage_openmm(args, st: Stage) -> None:
@@ -814,15 +632,12 @@ def summary(report: Dict[str, Any]) -> str:
     except Exception as exc:  # the table is a convenience; device.json has the numbers
         lines.append(f"(no timings table: {type(exc).__name__}: {exc})")
     try:  # the three targets, as tools/device_report.py renders them
-        import importlib.util
+        from flashschnet.openmm.benchmark.device_report import targets
 
-        spec = importlib.util.spec_from_file_location("device_report", ROOT / "tools" / "device_report.py")
-        tool = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(tool)
         lines += ["", "== targets" + (" (a CPU run: the GPU's targets, only to exercise the logic)"
                                       if report["settings"]["device"] != "cuda" else "")]
         lines += [f"{t['status']:>12}: {t['name']}: {t['measured']} (target {t['threshold']}; "
-                  f"{t.get('missing') or t['detail']})" for t in tool.targets(report)]
+                  f"{t.get('missing') or t['detail']})" for t in targets(report)]
     except Exception as exc:
         lines.append(f"(no targets: {type(exc).__name__}: {exc})")
     return "\n".join(lines)

@@ -4,18 +4,18 @@ targets, and report whether each fits.
 
     python tools/gpu_fit.py --arch 90 [--arch 80] [--json OUT.json] [--merge-into FILE.json] [--all-bases] [--check]
 
-For each kernel and variant the launchers' own launch tuples are compiled
-(:func:`flashschnet.fused.triton_ops.step_launches`: the arguments' dtypes, the constexprs and
-``KERNEL_CONFIGS``' num_warps/num_stages, not a copy) with ``triton.compile`` for ``GPUTarget("cuda", arch,
-32)``, and the PTX is assembled by the ``ptxas`` inside the triton wheel (``ptxas -v``, the flags Triton itself
-uses). Printed and written (``--json``: a list of objects with keys ``kernel, variant, arch, regs, spill_bytes,
+For each kernel and variant the engine's own launches are compiled
+(:func:`flashschnet.fused.launches.step_launches` and ``table_step_launches``: the kernel itself, the arguments'
+dtypes, the constexprs and ``KERNEL_CONFIGS``' num_warps/num_stages, not a copy) with ``triton.compile`` for
+``GPUTarget("cuda", arch, 32)``, and the PTX is assembled by the ``ptxas`` inside the triton wheel (``ptxas -v``,
+the flags Triton itself uses). Printed and written (``--json``: a list of objects with keys ``kernel, variant, arch, regs, spill_bytes,
 shared_bytes, compile_s, tensor_cores, triton`` and a few more; ``same_binary_as`` names an earlier variant
 that compiled to the very same kernel, whose compile time Triton's cache then answers): registers per thread,
 spill bytes (stores + loads), static shared memory per block, compile seconds, and whether the PTX has
 tensor-core instructions (``mma`` / ``wgmma``). ``--check`` exits 1 when a row breaks the limits of
-:func:`problems` (the CI test's criteria).
+:func:`~flashschnet.kernels.gpu_fit.problems` (the CI test's criteria).
 
-``docs/gpu-fit.json`` holds one section per Triton version (:func:`load`; ``{"triton_versions": [...],
+``docs/gpu-fit.json`` holds one section per Triton version (:func:`flashschnet.kernels.gpu_fit.load`; ``{"triton_versions": [...],
 "runs": {version: {"triton", "torch", "archs", "all_bases", "rows"}}}``): the device image's Triton (3.6.0,
 with torch 2.11: the project's venv) and the one before it (3.5.1). ``--merge-into FILE`` replaces only the
 running Triton's section of FILE and keeps the others. Regenerate both sections (each ~5-10 min on 2 cores):
@@ -46,19 +46,10 @@ import time
 
 import torch
 
+from flashschnet.kernels.gpu_fit import DEFAULT_TAG, FILTER_KERNELS, merge_into, problems
+
 _TYPES = {torch.float32: "fp32", torch.float64: "fp64", torch.bfloat16: "bf16", torch.float16: "fp16",
           torch.int8: "i8", torch.int32: "i32", torch.int64: "i64"}
-#: a row fails the check above these (the issue's criteria)
-MAX_SHARED = 200 * 1024
-MAX_COMPILE_S = 120.0
-REGISTER_FILE = 65536          # 32-bit registers per SM (sm_80 / sm_90): regs x threads of a block must fit
-#: kernels whose matrix products are the filter network (must use tensor cores)
-FILTER_KERNELS = ("_cfconv_fwd_kernel", "_cfconv_bwd_kernel")
-#: the tabulated-filter kernels (filter compression): no matrix products, so no tensor-core criterion; variants
-#: are the table order and storage dtype, not the basis (compiled once even with --all-bases)
-TABLE_KERNELS = ("_cfconv_table_fwd_kernel", "_cfconv_table_bwd_kernel")
-#: the default model's basis and envelopes: ``--all-bases`` variants carry this tag for the default step's launches
-DEFAULT_TAG = "gaussian,rbf_env=1,filt_env=1"
 
 
 def _signature(kernel, args, meta):
@@ -100,12 +91,8 @@ def fit(launch, variant: str, arch: int) -> dict:
     import triton
     from triton.backends.compiler import GPUTarget
 
-    from flashschnet.fused.triton_ops import KERNEL_CONFIGS, _kernel
-
-    name, _grid, args, meta = launch
-    kernel = _kernel(name)
+    name, kernel, args, meta, opts = launch.name, launch.kernel, launch.args, launch.meta, launch.options
     sig, attrs = _signature(kernel, args, meta)
-    opts = KERNEL_CONFIGS[name]
     t0 = time.time()
     src = triton.compiler.ASTSource(fn=kernel, signature=sig, constexprs=dict(meta), attrs=attrs)
     ck = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=dict(opts))
@@ -126,28 +113,8 @@ def fit(launch, variant: str, arch: int) -> dict:
     }
 
 
-def problems(row: dict) -> list:
-    """Why ``row`` fails the fit criteria (empty: it fits): any spill, shared memory over 200 KB, a compile over
-    120 s, a filter-network kernel without tensor-core instructions (not the table kernels: they have no
-    matrix products), or a block whose registers (per thread x threads) exceed the register file (it could not
-    launch at all)."""
-    out = []
-    if row["regs"] * row["num_warps"] * 32 > REGISTER_FILE:
-        out.append(f"{row['regs']} regs x {row['num_warps'] * 32} threads > {REGISTER_FILE} registers per SM")
-    if row["spill_bytes"]:
-        out.append(f"{row['spill_bytes']} spill bytes")
-    if row["shared_bytes"] > MAX_SHARED:
-        out.append(f"{row['shared_bytes']} B shared > {MAX_SHARED}")
-    if row["compile_s"] > MAX_COMPILE_S:
-        out.append(f"compile {row['compile_s']} s > {MAX_COMPILE_S}")
-    if row["kernel"] in FILTER_KERNELS and not row["tensor_cores"]:
-        out.append("no tensor-core instructions")
-    return out
-
-
 def launches(all_bases: bool):
-    from flashschnet.fused.triton_ops import step_launches
-    from flashschnet.fused.triton_table_ops import table_step_launches
+    from flashschnet.fused.launches import step_launches, table_step_launches
 
     if not all_bases:
         return step_launches() + table_step_launches()
@@ -158,47 +125,8 @@ def launches(all_bases: bool):
                 tag = f"{basis},rbf_env={int(rbf_env)},filt_env={int(filt_env)}"
                 out += [(f"{v} {tag}".strip(), l) for v, l in step_launches(basis=basis, rbf_env=rbf_env,
                                                                              filt_env=filt_env)
-                        if l[0] in FILTER_KERNELS or tag == DEFAULT_TAG]
+                        if l.name in FILTER_KERNELS or tag == DEFAULT_TAG]
     return out
-
-
-def default_variant(variant: str) -> str:
-    """The name a ``--all-bases`` row's variant has in a default run (its :data:`DEFAULT_TAG` dropped); other
-    bases' and envelopes' variants keep their tag."""
-    return variant[:-len(DEFAULT_TAG)].strip() if variant.endswith(DEFAULT_TAG) else variant
-
-
-def load(path) -> dict:
-    """The runs a fit file records, ``{triton version: {"triton", "torch", "archs", "all_bases", "rows"}}``
-    (``docs/gpu-fit.json``). A plain list of rows (``--json``) is one run, keyed by its rows' ``triton``
-    (``"unknown"`` for rows written before they carried it)."""
-    with open(path) as f:
-        data = json.load(f)
-    if isinstance(data, list):
-        versions = {r.get("triton", "unknown") for r in data} or {"unknown"}
-        return {v: {"triton": v, "rows": [r for r in data if r.get("triton", "unknown") == v]} for v in versions}
-    return dict(data["runs"])
-
-
-def _version_key(v: str):
-    return tuple(int(x) if x.isdigit() else -1 for x in re.split(r"[.+-]", v))
-
-
-def merge_into(path, run: dict) -> dict:
-    """Write ``run`` (one Triton version's rows) into the fit file at ``path``, replacing that version's section
-    and keeping the others (a missing file starts empty); returns the file's content."""
-    runs = load(path) if os.path.exists(path) else {}
-    runs.pop("unknown", None)              # rows without a version cannot be told apart: regenerate them
-    runs[run["triton"]] = run
-    versions = sorted(runs, key=_version_key)
-    data = {"about": "tools/gpu_fit.py rows, one run per Triton version (regenerate one with its triton: "
-                     "python tools/gpu_fit.py --arch 90 --arch 80 --all-bases --merge-into docs/gpu-fit.json "
-                     "--check)",
-            "triton_versions": versions, "runs": {v: runs[v] for v in versions}}
-    with open(path, "w") as f:
-        json.dump(data, f, indent=1)
-        f.write("\n")
-    return data
 
 
 def table(rows) -> str:
@@ -234,14 +162,12 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     import triton
 
-    from flashschnet.fused.triton_ops import _kernel
-
     rows, seen = [], {}
     for arch in a.arch or [90]:
         for variant, launch in launches(a.all_bases):
             rows.append(fit(launch, variant, arch))
-            sig, _ = _signature(_kernel(launch[0]), launch[2], launch[3])
-            key = (arch, launch[0], json.dumps(rows[-1]["constexprs"], sort_keys=True), json.dumps(sig))
+            sig, _ = _signature(launch.kernel, launch.args, launch.meta)
+            key = (arch, launch.name, json.dumps(rows[-1]["constexprs"], sort_keys=True), json.dumps(sig))
             if key in seen:          # the very same binary (Triton's cache answered: compile_s ~ 0)
                 rows[-1]["same_binary_as"] = seen[key]
             seen.setdefault(key, variant)

@@ -17,9 +17,9 @@ after the warm-up, but four of its seventeen samples read +2 to +16 MB, back to 
     python tools/memory_long_run.py --steps 12000 --sample-every 1000 --warmup 4000 --report-interval 20 \\
         --model tiny --out mem.json                        # the quick version tests/integration/test_long_runs.py runs
 
-``--model tiny`` builds a random-weight network on the fly (16 channels, one interaction block, 8 A cutoff;
-priors fitted to the PDB): about 2-3 ms per step for trp-cage on one core instead of 55-85 ms for the
-placeholder (128 channels, three blocks, 15 A).
+``--model tiny`` builds a random-weight network on the fly (:func:`flashschnet.tiny.tiny_model`: 16 channels,
+one interaction block, 8 A cutoff; priors fitted to the PDB): about 2-3 ms per step for trp-cage on one core
+instead of 55-85 ms for the placeholder (128 channels, three blocks, 15 A).
 ``--hoard-states`` keeps every reported State alive (a deliberate leak of one state per report), to show
 that the growth bound catches such a leak. ``--max-growth-mb X`` makes the exit status 1 when the baseline
 growth after the warm-up exceeds X MB.
@@ -84,26 +84,6 @@ class StateHoard:
         self.kept.append(state)
 
 
-def tiny_model(pdb: str, path: str, seed: int = 0) -> str:
-    """Write a small random-weight CGSchNet with priors fitted to ``pdb`` (5-bead mapping) to ``path``."""
-    import torch
-
-    from flashschnet.cg import map_pdb
-    from flashschnet.checkpoint import save_checkpoint
-    from flashschnet.nn.schnet import CGSchNet
-    from flashschnet.priors import fit_priors_to_structure
-
-    torch.manual_seed(seed)
-    cutoff = {"kind": "cosine", "cutoff_lower": 0.0, "cutoff_upper": 8.0}
-    cfg = {"activation": "tanh", "cg_mapping": "5bead", "cutoff": cutoff, "embedding_size": 25,
-           "hidden_channels": 16, "num_filters": 16, "num_interactions": 1, "output_hidden_layer_widths": [16],
-           "rbf": {"kind": "gaussian", "num_rbf": 8, "cutoff": dict(cutoff)}}
-    model = CGSchNet(cfg)
-    priors = fit_priors_to_structure(map_pdb(pdb, mapping="5bead"), description="tiny test model priors")
-    save_checkpoint(path, model, priors=priors, metadata={"description": "tiny random-weight test model"})
-    return path
-
-
 def summarize(samples: List[dict], warmup: int) -> dict:
     """Of the samples with ``step >= warmup``: growth (last minus first, MB), baseline growth (min of the last
     two minus min of the first two, MB) and least-squares slope (MB per 10,000 steps)."""
@@ -148,6 +128,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     torch.set_num_threads(args.threads)
     from flashschnet.openmm.simulate import RunSettings, run
+    from flashschnet.tiny import tiny_model
 
     work = args.workdir or tempfile.mkdtemp(prefix="flashschnet-memory-")
     os.makedirs(work, exist_ok=True)

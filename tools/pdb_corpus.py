@@ -1,4 +1,4 @@
-"""Run every PDB file of the quirk corpus (tests/data/corpus/) through both engines' command lines, a few steps each.
+"""Run every PDB file of the quirk corpus (tests/data/corpus/) through both force fields' command lines, a few steps each.
 
 For each file and engine the result is one of
 
@@ -61,13 +61,12 @@ def _bin(name: str) -> str:
 def _fit_priors(pdb: Path, work: Path):
     """Clean and map ``pdb`` as flashschnet-simulate does and write a placeholder prior fitted to it; returns the
     prior file, or None when cleaning/mapping refuses the file (the command then reports it)."""
-    from flashschnet.cg.mapping import map_pdb_text
     from flashschnet.errors import InputError
     from flashschnet.openmm.cleaning import clean_pdb
     from flashschnet.priors import fit_priors_to_structure, save_priors
 
     try:
-        mol = map_pdb_text(clean_pdb(str(pdb)).text, source=str(pdb))
+        mol = clean_pdb(str(pdb)).molecule()
     except InputError:
         return None
     path = work / "priors.pt"

@@ -1,6 +1,6 @@
 """What tf32 products do to energies and forces, predicted on the CPU before a GPU measures it.
 
-A maintainer's tool (not installed with the package; imported by ``tests/tools/test_tf32_accuracy.py``). Run as::
+A maintainer's tool (run from a checkout). Run as::
 
     python tools/tf32_accuracy.py [--out docs/tf32-accuracy.json] [--threads 1] [--trpcage-frames 8]
 
@@ -10,249 +10,36 @@ Triton kernels in Triton's CPU interpreter with its tf32 ``tl.dot`` patched to r
 (:func:`interpreter_check`, ~20 s per frame and rounding): they agree with the emulation of the same rounding to
 the noise floor.
 
-What the GPU does. The triton backend's kernels (:mod:`flashschnet.kernels.cfconv`) run the filter network's matrix
-products -- and only those -- in the matrix-product precision ``matmul`` ("auto" = tf32 for float32 weights): the
-forward kernel ``e A1^T`` and ``s A2^T``; the backward kernel those two plus the forward-mode tangents
-``(de/dd) A1^T`` and ``(ds/dd) A2^T`` (``ds/dd = (1 - s^2) (de/dd) A1^T``). Each product rounds *both* operands
-(activation and weight) to the precision's format and accumulates exact products in float32. Everything else --
-distances, basis, tanh, the envelopes, ``W * h`` and the sums over pairs, and the node-level layers (``lin1``,
-``lin2``, ``lin``, the output network, run by PyTorch with ``torch.backends.cuda.matmul.allow_tf32`` off, i.e.
-float32) -- is plain float32. Under ``TRITON_INTERPRET=1`` ``tl.dot(..., input_precision="tf32")`` is an exact
-float32 product (the interpreter's ``create_dot`` is ``np.matmul`` and ignores the precision), so the kernel tests
-cannot show the tf32 error: it is emulated here.
-
-Two independent emulations, each of exactly those four products:
-
-* ``"fused"`` -- the fused path's own arithmetic (:func:`flashschnet.fused.driver.energy_forces_fused` with the
-  ``torch`` backend's pair engine, the same ``W``/``dW/dd`` forward-mode formulas as the kernels), its
-  :class:`~flashschnet.fused.torch_engine.ExactFilter` replaced by :class:`RoundedFilter`, which rounds the operands
-  of the four products. ``"ieee"`` is then the ``torch`` backend itself (bit for bit: checked by the tests).
-* ``"plain"`` -- mlcg-style plain PyTorch: the ``reference`` backend's network (ordered pair list, materialised
-  per-edge tensors, ``index_add``, autograd for everything but the filter network), whose filter network is
-  :class:`_TangentFilter`: the same rounded products and tangents, written again in plain PyTorch.
-
-Operand roundings (:data:`ROUNDINGS`): ``"ieee"`` none; ``"tf32"`` to tf32's 10 explicit mantissa bits, round to
-nearest with ties away from zero (:func:`round_tf32`: ``cvt.rna.tf32.f32``, CUTLASS's float-to-tf32 conversion);
-``"tf32_rz"`` the low 13 bits dropped (:func:`truncate_tf32`): what a tensor core does with float32 bit patterns
-that were not converted first (PTX ISA, ``wgmma``: "will truncate lower 13 bits of the 32-bit input data"); Triton
-hands ``tl.dot``'s float32 operands to the MMA instructions unconverted (its MMAv2 lowering bitcasts the float32
-registers into the operands), so the GPU may well behave like this one (the device check tells); ``"bf16"`` to
-bfloat16, round to nearest even (:func:`round_bf16`; the kernels' ``matmul="bf16"``: weights cast once, activations
-rounded by ``.to(bf16)``). Accumulation is float32 in every
-case (products of rounded operands are exact in float32).
-
-Errors (:func:`rel`, the device script's ``rel(a, b)``): ``max |a - b| / max |b|`` over all frames, the float32
-output cast to float64 against float64 truth -- mlcg's own float64 energies and forces for the oracle frames, the
-``reference`` backend in float64 for trp-cage; ``rel_rmse`` is ``||a - b|| / ||b||``.
+What is emulated, how, and the errors' definitions: :mod:`flashschnet.kernels.emulation` (the two emulations,
+``"fused"`` and ``"plain"``, of the filter network's four products with the operands rounded as ``"ieee"``,
+``"tf32"``, ``"tf32_rz"`` or ``"bf16"``). This tool measures them on the oracle's frames (the prediction) and on
+trp-cage frames whose truth is the ``reference`` backend in float64, and writes the JSON.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import torch
 
+from flashschnet.kernels.emulation import (IMPLEMENTATIONS, ORACLE, PRECISIONS, energy_forces, environment, errors,
+                                           fused_energy_forces, oracle_dataset, rel, rounding)
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-ORACLE = "tests/data/oracles/mlcg_schnet_A.pt"
 TRPCAGE_MODEL = "examples/trpcage_trained.pt"
 TRPCAGE_PDB = "examples/1L2Y_trpcage.pdb"
 DEFAULT_OUT = "docs/tf32-accuracy.json"
 #: trp-cage frames (the PDB structure, then copies with Gaussian displacements), their seed and sigma (A)
 TRPCAGE_FRAMES, TRPCAGE_SEED, TRPCAGE_SIGMA_A = 8, 20261203, 0.3
-PRECISIONS = ("ieee", "tf32", "tf32_rz", "bf16")
-IMPLEMENTATIONS = ("fused", "plain")
 #: the device check's rule, stated in the JSON (the factor and the floor)
 RULE_FACTOR, RULE_FLOOR = 2.0, 1e-6
 RULE_FLOOR_TEXT = "1e-6"
-
-
-# ------------------------------------------------------------------------------------------------ roundings
-
-
-def round_tf32(x: torch.Tensor) -> torch.Tensor:
-    """float32 -> the nearest tf32 value (10 explicit mantissa bits; ties away from zero, as ``cvt.rna.tf32.f32``),
-    as float32. Subnormals round the same way (on their fixed exponent); a finite value may round up to +-inf;
-    inf and NaN come back unchanged (NaN stays NaN)."""
-    x = x.to(torch.float32).contiguous()
-    i = x.view(torch.int32)
-    finite = (i & 0x7F800000) != 0x7F800000
-    # adding half a tf32 ulp to the bit pattern carries into the kept bits (and the exponent) exactly when the
-    # dropped 13 bits are >= 0x1000; the sign bit is untouched for finite values (no int32 overflow either)
-    r = (i + 0x1000) & ~0x1FFF
-    return torch.where(finite, r, i).view(torch.float32)
-
-
-def truncate_tf32(x: torch.Tensor) -> torch.Tensor:
-    """float32 -> tf32 by dropping the low 13 mantissa bits (round toward zero), as float32; inf/NaN unchanged."""
-    x = x.to(torch.float32).contiguous()
-    i = x.view(torch.int32)
-    finite = (i & 0x7F800000) != 0x7F800000
-    return torch.where(finite, i & ~0x1FFF, i).view(torch.float32)
-
-
-def round_bf16(x: torch.Tensor) -> torch.Tensor:
-    """float32 -> the nearest bfloat16 (ties to even), as float32."""
-    return x.to(torch.float32).to(torch.bfloat16).to(torch.float32)
-
-
-def _identity(x: torch.Tensor) -> torch.Tensor:
-    return x
-
-
-#: operand rounding of each product precision
-ROUNDINGS: Dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "ieee": _identity, "tf32": round_tf32, "tf32_rz": truncate_tf32, "bf16": round_bf16}
-
-
-def _rounding(precision: str) -> Callable[[torch.Tensor], torch.Tensor]:
-    if precision not in ROUNDINGS:
-        raise ValueError(f"unknown product precision {precision!r} (known: {', '.join(ROUNDINGS)})")
-    return ROUNDINGS[precision]
-
-
-# ------------------------------------------------------------------------- emulation 1: the fused path's math
-
-
-def _fused_classes():
-    from flashschnet.fused.torch_engine import ExactFilter, TorchPairEngine
-
-    class RoundedFilter(ExactFilter):
-        """:class:`~flashschnet.fused.torch_engine.ExactFilter` with the operands of its four products rounded
-        by ``rnd`` -- the kernels' ``_first_layer``/``_second_layer`` (forward) and ``_first_half``/
-        ``_second_from_half`` (backward): ``e A1^T``, ``(de/dd) A1^T``, ``s A2^T``, ``(ds/dd) A2^T``."""
-
-        def __init__(self, f, basis, rnd):
-            super().__init__(f, basis)
-            self.rnd = rnd
-            self.A1t = rnd(f.A1).t()
-            self.A2t = rnd(f.A2).t()
-
-        def values(self, d, rad):
-            e, _, c, _ = rad
-            r = self.rnd
-            s = torch.tanh(r(e) @ self.A1t + self.f.a1)
-            return (r(s) @ self.A2t) * c.unsqueeze(-1)
-
-        def values_and_derivative(self, d, rad):
-            e, de, c, dc = rad
-            r = self.rnd
-            s = torch.tanh(r(e) @ self.A1t + self.f.a1)
-            ds = (r(de) @ self.A1t) * (1.0 - s * s)
-            y, dy = r(s) @ self.A2t, r(ds) @ self.A2t
-            return y * c.unsqueeze(-1), dy * c.unsqueeze(-1) + y * dc.unsqueeze(-1)
-
-    class RoundedEngine(TorchPairEngine):
-        """The ``torch`` backend's pair engine (Verlet list, chunks, fused C pair loops) with every block's exact
-        filter a :class:`RoundedFilter` (``precision`` "ieee": the engine unchanged)."""
-
-        def __init__(self, basis, filters, precision: str, skin: float):
-            super().__init__(basis, filters, skin=skin)
-            self.precision = precision
-            self.rnd = _rounding(precision)
-
-        def prepare(self, positions):
-            super().prepare(positions)
-            key, sources = self._sources
-            if self.precision != "ieee" and not all(isinstance(s, RoundedFilter) for s in sources):
-                self._sources = (key, [RoundedFilter(s.f, s.basis, self.rnd) if isinstance(s, ExactFilter) else s
-                                       for s in sources])
-
-    return RoundedFilter, RoundedEngine
-
-
-def fused_energy_forces(network, positions: torch.Tensor, bead_types: torch.Tensor,
-                        precision: str) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Energies ``[R]`` and forces ``[R, N, 3]`` of a CGSchNet (its dtype; float32 for the kernels' case) by the
-    fused path's arithmetic with the filter products at ``precision`` (a name of :data:`ROUNDINGS`)."""
-    from flashschnet.fused.driver import energy_forces_fused
-    from flashschnet.fused.layout import unpack
-
-    _, RoundedEngine = _fused_classes()
-    weights, basis, filters = unpack(network)
-    engine = RoundedEngine(basis, filters, precision, skin=float(network.skin))
-    pos = positions.to(weights.embedding.dtype)
-    if pos.dim() == 2:
-        pos = pos.unsqueeze(0)
-    with torch.no_grad():
-        e, f = energy_forces_fused(weights, pos.contiguous(), bead_types, engine)
-    return e, f
-
-
-# ------------------------------------------------------------------------ emulation 2: plain PyTorch (mlcg)
-
-
-class _TangentFilter(torch.autograd.Function):
-    """``y = tanh(r(e) r(A1)^T + a1) r(A2)^T`` per edge (no envelope) with ``dy/dd`` carried forward through the
-    same rounded products; the backward passes ``sum_f gy * dy/dd`` to the distances (nothing to the weights:
-    forces only)."""
-
-    @staticmethod
-    def forward(ctx, d, e, de, A1, a1, A2, rnd):
-        A1t, A2t = rnd(A1).t(), rnd(A2).t()
-        s = torch.tanh(torch.matmul(rnd(e), A1t) + a1)
-        ds = torch.matmul(rnd(de), A1t) * (1.0 - s * s)
-        y = torch.matmul(rnd(s), A2t)
-        ctx.save_for_backward(torch.matmul(rnd(ds), A2t))
-        return y
-
-    @staticmethod
-    def backward(ctx, gy):
-        (dy,) = ctx.saved_tensors
-        return (gy * dy).sum(-1), None, None, None, None, None, None
-
-
-def plain_energy_forces(network, positions: torch.Tensor, bead_types: torch.Tensor,
-                        precision: str) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Energies and forces of a (reference-backend) CGSchNet, mlcg's way -- ordered pairs, per-edge tensors,
-    ``index_add``, autograd -- but with each filter network's products at ``precision`` (:class:`_TangentFilter`).
-    Only the exact filter network (``Linear, tanh, Linear``) is supported."""
-    rnd = _rounding(precision)
-    net = network
-    pos = positions.to(net.embedding_layer.weight.dtype)
-    if pos.dim() == 2:
-        pos = pos.unsqueeze(0)
-    R, N = pos.shape[0], pos.shape[1]
-    with torch.enable_grad():
-        p = pos.detach().clone().requires_grad_(True)
-        flat = p.reshape(R * N, 3)
-        src, dst = net.neighbor_list(p)
-        d = torch.linalg.vector_norm(flat.index_select(0, src) - flat.index_select(0, dst), dim=-1)
-        with torch.no_grad():
-            # the basis and its derivative per edge (each e_k depends on its own d only: one forward-mode tangent)
-            e, de = torch.func.jvp(net.rbf_layer, (d.detach(),), (torch.ones_like(d),))
-        env = net.cutoff(d)
-        x = net.embedding_layer(bead_types).repeat(R, 1)
-        for block in net.interaction_blocks:
-            conv = block.conv
-            layers = list(conv.filter_network.layers)
-            if len(layers) != 3 or not isinstance(layers[0], torch.nn.Linear) or \
-                    not isinstance(layers[1], torch.nn.Tanh):
-                raise ValueError("plain_energy_forces needs exact filter networks (Linear, Tanh, Linear)")
-            y = _TangentFilter.apply(d, e, de, layers[0].weight.detach(), layers[0].bias.detach(),
-                                     layers[2].weight.detach(), rnd)
-            w = y * env.unsqueeze(-1)
-            h = conv.lin1(x)
-            m = torch.zeros_like(h).index_add_(0, dst, h.index_select(0, src) * w)
-            x = x + block.lin(block.activation(conv.lin2(m)))
-        energy = net.output_network(x).reshape(R, N).sum(1)
-        grad = torch.autograd.grad(energy.sum(), p)[0]
-    return energy.detach(), -grad.detach()
-
-
-def energy_forces(implementation: str, network, positions, bead_types, precision: str):
-    """``fused_energy_forces`` or ``plain_energy_forces`` by name (:data:`IMPLEMENTATIONS`)."""
-    if implementation == "fused":
-        return fused_energy_forces(network, positions, bead_types, precision)
-    if implementation == "plain":
-        return plain_energy_forces(network, positions, bead_types, precision)
-    raise ValueError(f"unknown implementation {implementation!r} (known: {', '.join(IMPLEMENTATIONS)})")
 
 
 # ------------------------------------------------------------- check: the Triton kernels themselves (interpreted)
@@ -277,7 +64,7 @@ def interpreter_check(frames: Sequence[int] = (0,), precisions: Sequence[str] = 
     from triton._C.libtriton import ir
     from triton.runtime import interpreter
 
-    ds = oracle_dataset(oracle, frames=frames)
+    ds = oracle_dataset(_repo(oracle), frames=frames, label=oracle)
     pos, types = ds["positions"].float(), ds["bead_types"]
     fnet = flashschnet.load_model(_repo(oracle), backend="torch", dtype=torch.float32).network
     emulated = {p: tuple(t.double() for t in fused_energy_forces(fnet, pos, types, p)) for p in precisions}
@@ -301,7 +88,7 @@ def interpreter_check(frames: Sequence[int] = (0,), precisions: Sequence[str] = 
     interpreter.InterpreterBuilder.create_dot = create_dot
     try:
         for prec in precisions:
-            state["round"] = None if prec == "ieee" else _rounding(prec)
+            state["round"] = None if prec == "ieee" else rounding(prec)
             state["tf32_dots"] = 0
             clear_engine_cache()
             net = flashschnet.load_model(_repo(oracle), backend="triton", dtype=torch.float32, matmul="tf32").network
@@ -318,43 +105,12 @@ def interpreter_check(frames: Sequence[int] = (0,), precisions: Sequence[str] = 
     return out
 
 
-# ------------------------------------------------------------------------------------------------ errors
-
-
-def rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    """``max |a - b| / max |b|`` -- the device script's ``rel``."""
-    return float((a - b).abs().max() / b.abs().max())
-
-
-def rel_rmse(a: torch.Tensor, b: torch.Tensor) -> float:
-    return float(((a - b) ** 2).sum().sqrt() / (b ** 2).sum().sqrt())
-
-
-def errors(e: torch.Tensor, f: torch.Tensor, e_true: torch.Tensor, f_true: torch.Tensor) -> Dict[str, float]:
-    """Errors of energies/forces (any float dtype; cast to float64) against float64 truth."""
-    e, f = e.double(), f.double()
-    return {"energy_rel_err_vs_float64": rel(e, e_true), "forces_rel_err_vs_float64": rel(f, f_true),
-            "forces_rel_rmse_vs_float64": rel_rmse(f, f_true),
-            "energy_max_abs_err": float((e - e_true).abs().max()),
-            "forces_max_abs_err": float((f - f_true).abs().max())}
-
-
 # ------------------------------------------------------------------------------------------------ datasets
 
 
 def _repo(path: str) -> Path:
     p = Path(path)
     return p if p.is_absolute() else REPO_ROOT / p
-
-
-def oracle_dataset(path: str = ORACLE, frames: Optional[Sequence[int]] = None) -> Dict[str, object]:
-    """The mlcg oracle frames (fixture A) and mlcg's float64 energies/forces as the truth."""
-    fx = torch.load(_repo(path), weights_only=True)
-    sel = slice(None) if frames is None else list(frames)
-    pos = fx["positions_A"].double()[sel]
-    return {"name": "mlcg oracle frames", "model": path, "positions": pos, "bead_types": fx["bead_types"],
-            "e_true": fx["energies_kcal_mol"].double()[sel], "f_true": fx["forces_kcal_mol_A"].double()[sel],
-            "truth": "mlcg float64 (the oracle file)"}
 
 
 def trpcage_dataset(model: str = TRPCAGE_MODEL, pdb: str = TRPCAGE_PDB, frames: int = TRPCAGE_FRAMES,
@@ -476,20 +232,6 @@ def prediction_outputs(kept: Dict) -> Dict[str, object]:
     return out
 
 
-def environment() -> Dict[str, object]:
-    """What the recorded numbers depend on to the last bit: torch/numpy versions and the CPU (the float32
-    products and elementwise functions are vectorised per instruction set; a different CPU flips a few tf32
-    roundings)."""
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    return {"torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version(),
-            "machine": platform.machine(), "cpu": cpu}
-
-
 def bound(pred: Dict[str, object], precision: str, key: str) -> float:
     """The device check's bound for ``precision``'s ``key``: factor x prediction + floor."""
     return RULE_FACTOR * float(pred[precision][key]) + RULE_FLOOR
@@ -542,7 +284,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 f"vs emulated {p}: E {v['energy_rel_diff']:.2e} F {v['forces_rel_diff']:.2e}"
                 for p, v in r["vs_emulation"].items()))
     kept: Dict = {}
-    results = [measure(oracle_dataset(), keep=kept)]
+    results = [measure(oracle_dataset(_repo(ORACLE), label=ORACLE), keep=kept)]
     if args.trpcage_frames > 0:
         results.append(measure(trpcage_dataset(frames=args.trpcage_frames)))
     print(table(results))
@@ -563,7 +305,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                      "seconds": round(time.perf_counter() - t0, 1)},
         "emulation": {
             "products": "the filter network's four products, both operands rounded: e A1^T, (de/dd) A1^T, s A2^T, "
-                        "(ds/dd) A2^T (flashschnet.kernels.cfconv _first_layer/_second_layer/_first_half/"
+                        "(ds/dd) A2^T (flashschnet.kernels.filter_mlp _first_layer/_second_layer/_first_half/"
                         "_second_from_half); float32 accumulation; everything else float32",
             "precisions": {"ieee": "no rounding (float32)",
                            "tf32": "round to nearest, ties away from zero, to 10 mantissa bits (cvt.rna.tf32.f32)",

@@ -1,14 +1,15 @@
 """PDB -> coarse-grained molecule: the 5-bead (N, CA, CB, C, O) and CA-only mappings of mlcg.
 
-:func:`map_pdb` (a file), :func:`map_pdb_text` (its text) and :func:`map_residues` (residues in memory, e.g.
-from an OpenMM Topology) build a :class:`~flashschnet.cg.molecule.CGMolecule`: beads on the mapped atoms
-(positions in Angstrom, masses in amu, mlcg bead types), connected chains (TER records, chain changes and
-over-long peptide bonds break them), CG bonds within chains, and a C-terminal O bead placed by ideal geometry
-when the file lacks it. The PDB text is read by :mod:`flashschnet.cg.pdb`.
+:func:`map_residues` maps residues in memory (:class:`~flashschnet.cg.pdb.RawResidue`: the cleaning step's
+``CleanedStructure.residues``, or an OpenMM Topology's) onto a :class:`~flashschnet.cg.molecule.CGMolecule`: beads
+on the mapped atoms (positions in Angstrom, masses in amu, mlcg bead types), connected chains (TER records, chain
+changes and over-long peptide bonds break them), CG bonds within chains, and a C-terminal O bead placed by ideal
+geometry (:mod:`flashschnet.cg.geometry`) when the input lacks it. :func:`map_pdb` (a file) and
+:func:`map_pdb_text` (its text) read a raw PDB file with :mod:`flashschnet.cg.pdb` and map its residues.
 
 Every problem with the input is an :class:`~flashschnet.errors.InputError` with a one-line message naming
 the file, the residue or atom at fault and what to do; things that are ignored or chosen on the user's behalf
-are one-line notes in :attr:`CGMolecule.notes`.
+are one-line notes in :attr:`CGMolecule.notes` (worded in :mod:`flashschnet.cg.notes`).
 """
 from __future__ import annotations
 
@@ -21,51 +22,53 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ..errors import InputError
-from . import tables
+from . import notes as note
+from . import residue_data
+from .geometry import dihedral, place_atom
 from .molecule import CGMolecule, CGResidue
-from .pdb import (Atom, ParsedPDB, RawResidue, check_coordinates, decode_pdb, parse_pdb, read_pdb_file,
-                  select_atoms)
+from .notes import format_counts
+from .pdb import Atom, RawResidue, check_coordinates, decode_pdb, parse_pdb, read_pdb_file, select_atoms
 
 __all__ = ["map_pdb", "map_pdb_text", "map_residues", "available_mappings", "one_letter_code"]
 
 
 def available_mappings() -> Tuple[str, ...]:
     """Names of the mappings :func:`map_pdb` accepts."""
-    return tuple(tables.MAPPINGS)
+    return tuple(residue_data.MAPPINGS)
 
 
 def one_letter_code(resname: str) -> Optional[str]:
     """One-letter code of a residue name (standard, variant or Amber terminal name), or None."""
     name = resname.strip().upper()
-    if name in tables.STANDARD_RESIDUES:
-        return tables.STANDARD_RESIDUES[name]
-    if name in tables.RESIDUE_ALIASES:
-        return tables.RESIDUE_ALIASES[name]
-    if len(name) == 4 and name[0] in tables.TERMINAL_PREFIXES:
+    if name in residue_data.STANDARD_RESIDUES:
+        return residue_data.STANDARD_RESIDUES[name]
+    if name in residue_data.RESIDUE_ALIASES:
+        return residue_data.RESIDUE_ALIASES[name]
+    if len(name) == 4 and name[0] in residue_data.TERMINAL_PREFIXES:
         rest = name[1:]
-        if rest in tables.STANDARD_RESIDUES:
-            return tables.STANDARD_RESIDUES[rest]
-        if rest in tables.RESIDUE_ALIASES:
-            return tables.RESIDUE_ALIASES[rest]
+        if rest in residue_data.STANDARD_RESIDUES:
+            return residue_data.STANDARD_RESIDUES[rest]
+        if rest in residue_data.RESIDUE_ALIASES:
+            return residue_data.RESIDUE_ALIASES[rest]
     return None
 
 
 def _accepted_names_text() -> str:
-    return ("the 20 standard amino acids, " + ", ".join(sorted(tables.RESIDUE_ALIASES))
+    return ("the 20 standard amino acids, " + ", ".join(sorted(residue_data.RESIDUE_ALIASES))
             + " and Amber terminal names such as NALA/CALA")
 
-def format_counts(counter: Counter) -> str:
-    """``"HOH x53, NA x2"``: most frequent first, then by name (for one-line notes)."""
-    return ", ".join(f"{name} x{n}" for name, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
-
-def format_list(labels: List[str], limit: int = 5) -> str:
-    """``"a, b, c and 4 more"``: the first ``limit`` labels (for one-line notes and errors)."""
-    return ", ".join(labels[:limit]) + (f" and {len(labels) - limit} more" if len(labels) > limit else "")
+def _mapping_key(mapping: str, src: str) -> str:
+    """The mapping's name as :data:`~flashschnet.cg.residue_data.MAPPINGS` spells it; InputError naming the valid ones."""
+    key = str(mapping).strip().lower() if isinstance(mapping, str) else mapping
+    if key not in residue_data.MAPPINGS:
+        raise InputError(f"{src}: unknown mapping {mapping!r}; valid mappings are "
+                         + ", ".join(repr(m) for m in residue_data.MAPPINGS))
+    return key
 
 
 def _missing_atoms_error(res: RawResidue, missing: List[str], mapping: str, src: str) -> InputError:
-    needed = tables.MAPPINGS[mapping]
+    needed = residue_data.MAPPINGS[mapping]
     if len(missing) == 1:
         what = f"no {missing[0]} atom"
     else:
@@ -77,30 +80,6 @@ def _missing_atoms_error(res: RawResidue, missing: List[str], mapping: str, src:
         rule = "the CA mapping needs " + ", ".join(needed)
         fix = "complete the structure (e.g. with pdbfixer)"
     return InputError(f"{src}: residue {res.label} has {what}; {rule}: {fix}")
-
-
-def _dihedral(p0, p1, p2, p3) -> float:
-    """Dihedral angle p0-p1-p2-p3 in radians (IUPAC sign convention)."""
-    p0, p1, p2, p3 = (np.asarray(p, dtype=np.float64) for p in (p0, p1, p2, p3))
-    b0, b1, b2 = p0 - p1, p2 - p1, p3 - p2
-    b1n = b1 / np.linalg.norm(b1)
-    v = b0 - np.dot(b0, b1n) * b1n
-    w = b2 - np.dot(b2, b1n) * b1n
-    return float(math.atan2(np.dot(np.cross(b1n, v), w), np.dot(v, w)))
-
-
-def _place_atom(a, b, c, bond: float, angle: float, dihedral: float) -> Tuple[float, float, float]:
-    """Position d with |cd| = bond (Angstrom), angle b-c-d and dihedral a-b-c-d (radians)."""
-    a, b, c = (np.asarray(p, dtype=np.float64) for p in (a, b, c))
-    bc = c - b
-    bc /= np.linalg.norm(bc)
-    n = np.cross(b - a, bc)
-    n /= np.linalg.norm(n)
-    m = np.cross(n, bc)
-    d2 = np.array([-bond * math.cos(angle), bond * math.sin(angle) * math.cos(dihedral),
-                   bond * math.sin(angle) * math.sin(dihedral)])
-    d = c + d2[0] * bc + d2[1] * m + d2[2] * n
-    return float(d[0]), float(d[1]), float(d[2])
 
 
 def map_pdb_text(text: str, source: str = "<string>", mapping: str = "5bead") -> CGMolecule:
@@ -126,14 +105,11 @@ def map_pdb_text(text: str, source: str = "<string>", mapping: str = "5bead") ->
         For an unknown mapping or a structure that cannot be mapped (one-line message).
     """
     src = str(source)
-    key = str(mapping).strip().lower() if isinstance(mapping, str) else mapping
-    if key not in tables.MAPPINGS:
-        raise InputError(f"{src}: unknown mapping {mapping!r}; valid mappings are "
-                         + ", ".join(repr(m) for m in tables.MAPPINGS))
+    key = _mapping_key(mapping, src)
     if isinstance(text, bytes):
         text = decode_pdb(text, src)
     parsed = parse_pdb(text, src)
-    return _build(parsed, src, key)
+    return map_residues(parsed.residues, src, key, n_models=parsed.n_models)
 
 
 def map_pdb(path: Union[str, os.PathLike], mapping: str = "5bead") -> CGMolecule:
@@ -161,70 +137,60 @@ def map_pdb(path: Union[str, os.PathLike], mapping: str = "5bead") -> CGMolecule
         starting with the path).
     """
     p = Path(path)
-    key = str(mapping).strip().lower() if isinstance(mapping, str) else mapping
-    if key not in tables.MAPPINGS:
-        raise InputError(f"{p}: unknown mapping {mapping!r}; valid mappings are "
-                         + ", ".join(repr(m) for m in tables.MAPPINGS))
+    key = _mapping_key(mapping, str(p))
     text = read_pdb_file(p)
     return map_pdb_text(text, source=str(p), mapping=key)
 
 
-def map_residues(residues: Sequence[Tuple[str, int, str, str, bool, Sequence[Tuple[str, str, Tuple[float, float, float]]]]],
-                 source: str, mapping: str = "5bead", geometry: bool = True) -> CGMolecule:
-    """Map residues given in memory (e.g. from an OpenMM Topology) onto a CG molecule, with the rules of
-    :func:`map_pdb`.
+def map_residues(residues: Sequence[RawResidue], source: str, mapping: str = "5bead", geometry: bool = True,
+                 n_models: int = 0) -> CGMolecule:
+    """Map residues in memory onto a CG molecule, with the rules of :func:`map_pdb`.
 
     Parameters
     ----------
-    residues : sequence of (chain, resseq, icode, resname, new_chain, atoms)
-        In order. ``new_chain`` starts a new chain (like a TER record); ``atoms`` is a sequence of
-        ``(name, element symbol or "", (x, y, z) in Angstrom)``.
+    residues : sequence of RawResidue
+        In order, each with its atoms (positions in Angstrom); ``after_ter`` starts a new chain (a TER record), as
+        does a change of ``chain``: the cleaning step's ``CleanedStructure.residues``, a read file's
+        (:func:`~flashschnet.cg.pdb.parse_pdb`), or an OpenMM Topology's
+        (:func:`flashschnet.openmm.topology.cg_molecule_from_topology`).
     source : str
-        What to call the input in messages.
+        What to call the input in messages (a file's path); stored as :attr:`CGMolecule.source`.
     mapping : str
         ``"5bead"`` or ``"ca"``.
     geometry : bool
-        False when the coordinates are not known (all zero): chains then break only where ``new_chain`` says
-        (no distance-based chain breaks), and a missing C-terminal O is an error rather than placed.
+        False when the coordinates are not known (all zero): chains then break only where ``after_ter`` or the
+        chain says (no distance-based chain breaks), and a missing C-terminal O is an error rather than placed.
+    n_models : int
+        MODEL records of the file the residues come from (they are the first model's); more than one is a note.
 
     Returns
     -------
     CGMolecule
     """
-    key = str(mapping).strip().lower() if isinstance(mapping, str) else mapping
-    if key not in tables.MAPPINGS:
-        raise InputError(f"{source}: unknown mapping {mapping!r}; valid mappings are "
-                         + ", ".join(repr(m) for m in tables.MAPPINGS))
-    raw: List[RawResidue] = []
-    for chain, resseq, icode, resname, new_chain, atoms in residues:
-        res = RawResidue(record="ATOM", chain=chain or " ", resseq=int(resseq), icode=icode or "",
-                          resname=str(resname).strip().upper(), after_ter=bool(new_chain))
-        for k, (name, element, xyz) in enumerate(atoms):
-            res.atoms.append(Atom(name=str(name).strip(), altloc="", occupancy=1.0,
-                                   xyz=tuple(float(v) for v in xyz), element=element or "", lineno=0))
-        raw.append(res)
-    if not raw:
-        raise InputError(f"{source}: no residues; give a protein")
-    return _build(ParsedPDB(residues=raw, n_models=1), str(source), key, geometry=geometry)
+    src = str(source)
+    key = _mapping_key(mapping, src)
+    if not residues:
+        raise InputError(f"{src}: no residues; give a protein")
+    return _build(residues, src, key, geometry, n_models)
 
 
-def _build(parsed: ParsedPDB, src: str, mapping: str, geometry: bool = True) -> CGMolecule:
+def _build(residues: Sequence[RawResidue], src: str, mapping: str, geometry: bool, n_models: int) -> CGMolecule:
     notes: List[str] = []
-    if parsed.n_models > 1:
-        notes.append(f"{src}: {parsed.n_models} models found; using the first (MODEL 1) only")
+    if n_models > 1:
+        notes.append(note.several_models(src, n_models))
 
     ignored = Counter()
     noted_alias: Dict[str, List[str]] = {}
     protein: List[Tuple[RawResidue, str, Dict[str, Atom]]] = []
     n_alt_atoms = 0
     found = Counter()
-    for res in parsed.residues:
+    for res in residues:
         found[res.resname] += 1
         code = one_letter_code(res.resname)
         names = {a.name for a in res.atoms}
         if code is None:
-            if (res.resname in tables.WATER_NAMES or res.resname in tables.ION_NAMES
-                    or res.resname in tables.CAP_NAMES):
+            if (res.resname in residue_data.WATER_NAMES or res.resname in residue_data.ION_NAMES
+                    or res.resname in residue_data.CAP_NAMES):
                 ignored[res.resname] += 1
                 continue
             if res.record == "HETATM":
@@ -242,7 +208,7 @@ def _build(parsed: ParsedPDB, src: str, mapping: str, geometry: bool = True) -> 
         n_alt_atoms += n_alt
         for a in atoms.values():
             check_coordinates(a, res, src)
-        if res.resname in tables.NOTED_ALIASES:
+        if res.resname in residue_data.NOTED_ALIASES:
             noted_alias.setdefault(res.resname, []).append(res.label)
         protein.append((res, code, atoms))
 
@@ -251,8 +217,8 @@ def _build(parsed: ParsedPDB, src: str, mapping: str, geometry: bool = True) -> 
         raise InputError(f"{src}: no protein residues found (only {what}); give a PDB file of a protein "
                          f"with standard amino-acid residues")
 
-    bead_atoms = tables.MAPPINGS[mapping]
-    masses_table = tables.MASSES[mapping]
+    bead_atoms = residue_data.MAPPINGS[mapping]
+    masses_table = residue_data.MASSES[mapping]
 
     # Required atoms. A missing O is only forgiven on the last residue of a connected chain (placed below).
     wanted_per_res: List[List[str]] = []
@@ -276,18 +242,15 @@ def _build(parsed: ParsedPDB, src: str, mapping: str, geometry: bool = True) -> 
         if not new_chain and geometry:
             if "C" in patoms and "N" in atoms:
                 d = float(np.linalg.norm(np.subtract(patoms["C"].xyz, atoms["N"].xyz)))
-                limit, what = tables.MAX_PEPTIDE_BOND, "C-N"
+                limit, what = residue_data.MAX_PEPTIDE_BOND, "C-N"
             else:
                 d = float(np.linalg.norm(np.subtract(patoms["CA"].xyz, atoms["CA"].xyz)))
-                limit, what = tables.MAX_CA_CA_BOND, "CA-CA"
-            if what == "C-N" and d < tables.MIN_PEPTIDE_BOND:
-                notes.append(f"{src}: suspiciously short peptide bond between {prev.label} and {res.label} "
-                             f"(C-N distance {d:.2f} A < {tables.MIN_PEPTIDE_BOND:.1f} A); bonded anyway, "
-                             f"check the structure (minimise it or rebuild that junction)")
+                limit, what = residue_data.MAX_CA_CA_BOND, "CA-CA"
+            if what == "C-N" and d < residue_data.MIN_PEPTIDE_BOND:
+                notes.append(note.short_peptide_bond(src, prev.label, res.label, d, residue_data.MIN_PEPTIDE_BOND))
             if d > limit:
                 new_chain = True
-                notes.append(f"{src}: chain break between {prev.label} and {res.label} ({what} distance "
-                             f"{d:.2f} A > {limit:.1f} A); no CG bond across, they start separate chains")
+                notes.append(note.chain_break(src, prev.label, res.label, what, d, limit))
         if new_chain:
             chain_idx += 1
         chain_of_residue[ri] = chain_idx
@@ -299,17 +262,15 @@ def _build(parsed: ParsedPDB, src: str, mapping: str, geometry: bool = True) -> 
         last_in_chain = ri == len(protein) - 1 or chain_of_residue[ri + 1] != chain_of_residue[ri]
         if not last_in_chain:
             raise _missing_atoms_error(res, ["O"], mapping, src)
-        dihedral = math.radians(tables.TERMINAL_O_DEFAULT_DIHEDRAL)
+        torsion = math.radians(residue_data.TERMINAL_O_DEFAULT_DIHEDRAL)
         if ri > 0 and chain_of_residue[ri - 1] == chain_of_residue[ri]:
             pat = protein[ri - 1][2]
             if all(n in pat for n in ("N", "CA", "C", "O")):
-                dihedral = _dihedral(pat["N"].xyz, pat["CA"].xyz, pat["C"].xyz, pat["O"].xyz)
-        xyz = _place_atom(atoms["N"].xyz, atoms["CA"].xyz, atoms["C"].xyz, tables.CO_BOND_LENGTH,
-                          math.radians(tables.CA_C_O_ANGLE), dihedral)
+                torsion = dihedral(pat["N"].xyz, pat["CA"].xyz, pat["C"].xyz, pat["O"].xyz)
+        xyz = place_atom(atoms["N"].xyz, atoms["CA"].xyz, atoms["C"].xyz, residue_data.CO_BOND_LENGTH,
+                         math.radians(residue_data.CA_C_O_ANGLE), torsion)
         atoms["O"] = Atom(name="O", altloc="", occupancy=0.0, xyz=xyz, element="O", lineno=0)
-        notes.append(f"{src}: C-terminal residue {res.label} has no O atom; placed its O bead by ideal "
-                     f"geometry (C=O {tables.CO_BOND_LENGTH} A, CA-C-O {tables.CA_C_O_ANGLE} deg, "
-                     f"N-CA-C-O {math.degrees(dihedral):.0f} deg)")
+        notes.append(note.terminal_o_placed(src, res.label, residue_data.CO_BOND_LENGTH, residue_data.CA_C_O_ANGLE, torsion))
 
     # Beads, per residue.
     residues: List[CGResidue] = []
@@ -324,13 +285,13 @@ def _build(parsed: ParsedPDB, src: str, mapping: str, geometry: bool = True) -> 
                                   resname=res.resname, one_letter=code))
         for n in wanted_per_res[ri]:
             if mapping == "ca":
-                t = tables.RESIDUE_TYPE[code]
+                t = residue_data.RESIDUE_TYPE[code]
             elif n == "CB":
-                t = tables.RESIDUE_TYPE[code]
+                t = residue_data.RESIDUE_TYPE[code]
             elif n == "CA" and code == "G":
-                t = tables.GLYCINE_CA_TYPE_5BEAD
+                t = residue_data.GLYCINE_CA_TYPE_5BEAD
             else:
-                t = tables.BACKBONE_TYPE_5BEAD[n]
+                t = residue_data.BACKBONE_TYPE_5BEAD[n]
             first_bead[(ri, n)] = len(bead_names)
             bead_names.append(n)
             bead_types.append(t)
@@ -359,14 +320,11 @@ def _build(parsed: ParsedPDB, src: str, mapping: str, geometry: bool = True) -> 
         bond_arr = bond_arr[np.lexsort((bond_arr[:, 1], bond_arr[:, 0]))]
 
     if n_alt_atoms:
-        notes.append(f"{src}: {n_alt_atoms} protein atoms have alternate locations; kept, per atom, the one "
-                     f"with the highest occupancy (first in the file on ties)")
+        notes.append(note.alternate_locations(src, n_alt_atoms, "protein atoms"))
     if ignored:
-        notes.append(f"{src}: ignored {sum(ignored.values())} non-protein residues (waters, ions, caps, "
-                     f"ligands): {format_counts(ignored)}")
+        notes.append(note.ignored_non_protein(src, ignored))
     for name, labels in noted_alias.items():
-        shown = format_list(labels)
-        notes.append(f"{src}: {name} read as {tables.NOTED_ALIASES[name]}: {shown}")
+        notes.append(note.noted_alias(src, name, residue_data.NOTED_ALIASES[name], labels))
 
     return CGMolecule(
         mapping=mapping,

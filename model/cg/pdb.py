@@ -2,8 +2,12 @@
 
 Reads ATOM/HETATM/MODEL/ENDMDL/TER/END records (only the first MODEL; a TER record starts a new chain),
 decodes the file's bytes (UTF-8, else Latin-1 unless it is binary junk), and resolves a residue's heavy atoms
-(hydrogens and :data:`~flashschnet.cg.tables.IGNORED_ATOMS` dropped, alternate locations resolved by highest
-occupancy, first on ties). Coordinates are kept as read, in Angstrom (float).
+(hydrogens and :data:`~flashschnet.cg.residue_data.IGNORED_ATOMS` dropped, alternate locations resolved by
+:func:`highest_occupancy`). Coordinates are kept as read, in Angstrom (float).
+
+Two rules here are the only copies of their kind, used by every way in (a raw file, the cleaning step of both
+engines, the OpenMM-ML path's positions): :func:`highest_occupancy` (which alternate location is kept) and
+:func:`position_fault` (which input coordinates are refused: non-finite, or beyond what a PDB record holds).
 
 Every problem with the input (missing, empty or binary file, no ATOM/HETATM records, unreadable coordinate
 or residue number, an atom twice without distinct altLoc labels) is an :class:`~flashschnet.errors.InputError`
@@ -16,13 +20,14 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import InputError
-from . import tables
+from . import residue_data
+from .notes import residue_label
 
-__all__ = ["Atom", "RawResidue", "ParsedPDB", "MAX_COORDINATE", "check_coordinates", "read_pdb_file", "decode_pdb",
-           "parse_pdb", "select_atoms"]
+__all__ = ["Atom", "RawResidue", "ParsedPDB", "MAX_COORDINATE", "position_fault", "check_coordinates",
+           "highest_occupancy", "read_pdb_file", "decode_pdb", "parse_pdb", "residue_number", "select_atoms"]
 
 
 @dataclass
@@ -53,8 +58,7 @@ class RawResidue:
 
     @property
     def label(self) -> str:
-        chain = self.chain.strip() or "-"
-        return f"{self.resname} {self.resseq}{self.icode} (chain {chain})"
+        return residue_label(self.resname, f"{self.resseq}{self.icode}", self.chain)
 
 
 def read_pdb_file(path: Path) -> str:
@@ -98,13 +102,24 @@ def _parse_float(line: str, a: int, b: int, what: str, lineno: int, src: str) ->
                          f"(columns {a + 1}-{b}); fix the fixed-column ATOM/HETATM record") from None
 
 
+def position_fault(xyz) -> str:
+    """What is wrong with an input position (x, y, z in Angstrom): ``"non-finite"``, ``"beyond"`` (some |x| >
+    :data:`MAX_COORDINATE`, more than a PDB record holds), or ``""`` for a usable one."""
+    if not all(math.isfinite(v) for v in xyz):
+        return "non-finite"
+    if any(abs(v) > MAX_COORDINATE for v in xyz):
+        return "beyond"
+    return ""
+
+
 def check_coordinates(atom: Atom, res: "RawResidue", src: str) -> None:
-    """One-line :class:`InputError` (line, atom, residue) when ``atom`` has a non-finite coordinate or one beyond
-    what a PDB record holds (|x| > :data:`MAX_COORDINATE`), before anything downstream sees it."""
-    if not all(math.isfinite(v) for v in atom.xyz):
+    """One-line :class:`InputError` (line, atom, residue) when ``atom``'s position has a :func:`position_fault`,
+    before anything downstream sees it."""
+    fault = position_fault(atom.xyz)
+    if fault == "non-finite":
         raise InputError(f"{src}: line {atom.lineno}: atom {atom.name} of residue {res.label} has a "
                          f"non-finite coordinate {atom.xyz}; fix or regenerate the structure")
-    if any(abs(v) > MAX_COORDINATE for v in atom.xyz):
+    if fault:
         raise InputError(f"{src}: line {atom.lineno}: atom {atom.name} of residue {res.label} has a coordinate "
                          f"beyond what a PDB record holds ({atom.xyz}, |x| > {MAX_COORDINATE:g} A); fix or "
                          "regenerate the structure")
@@ -112,7 +127,7 @@ def check_coordinates(atom: Atom, res: "RawResidue", src: str) -> None:
 
 def _is_hydrogen(name: str, element: str) -> bool:
     if element:
-        return element.upper() in tables.HYDROGEN_ELEMENTS
+        return element.upper() in residue_data.HYDROGEN_ELEMENTS
     stripped = name.lstrip("0123456789")
     return stripped.upper().startswith("H")
 
@@ -170,13 +185,10 @@ def parse_pdb(text: str, src: str) -> ParsedPDB:
         resseq_text = line[22:26].strip()
         icode = line[26:27].strip()
         try:
-            resseq = int(resseq_text)
+            resseq = residue_number(resseq_text)
         except ValueError:
-            try:  # hybrid-36 / hexadecimal numbering of huge systems
-                resseq = int(resseq_text, 16) if resseq_text else 0
-            except ValueError:
-                raise InputError(f"{src}: line {lineno}: cannot read the residue number {resseq_text!r} "
-                                 f"(columns 23-26) of atom {name} {resname}; fix the record") from None
+            raise InputError(f"{src}: line {lineno}: cannot read the residue number {resseq_text!r} "
+                             f"(columns 23-26) of atom {name} {resname}; fix the record") from None
         x = _parse_float(line, 30, 38, "x", lineno, src)
         y = _parse_float(line, 38, 46, "y", lineno, src)
         z = _parse_float(line, 46, 54, "z", lineno, src)
@@ -200,13 +212,33 @@ def parse_pdb(text: str, src: str) -> ParsedPDB:
     return ParsedPDB(residues=residues, n_models=n_models)
 
 
+def residue_number(text: str) -> int:
+    """The residue number of a PDB record's columns 23-26 (stripped): decimal, else hexadecimal (the numbering of
+    huge systems), 0 when blank; ValueError when it is neither."""
+    try:
+        return int(text)
+    except ValueError:
+        return int(text, 16) if text else 0
+
+
+def highest_occupancy(occupancies: Sequence[float]) -> int:
+    """Which of an atom's alternate locations (or a position's alternative residue types) to keep: the index of the
+    highest occupancy, the first on ties (a NaN occupancy never wins over an earlier one). The one rule of the
+    raw-file reader (:func:`select_atoms`) and of the cleaning step."""
+    best = 0
+    for i in range(1, len(occupancies)):
+        if occupancies[i] > occupancies[best]:
+            best = i
+    return best
+
+
 def select_atoms(res: RawResidue, src: str) -> Tuple[Dict[str, Atom], int]:
     """Heavy atoms of a protein residue by name, alternate locations resolved.
 
     Returns (atoms by name, number of atoms that had alternate locations)."""
     by_name: Dict[str, List[Atom]] = {}
     for atom in res.atoms:
-        if atom.name in tables.IGNORED_ATOMS or _is_hydrogen(atom.name, atom.element):
+        if atom.name in residue_data.IGNORED_ATOMS or _is_hydrogen(atom.name, atom.element):
             continue
         by_name.setdefault(atom.name, []).append(atom)
     chosen: Dict[str, Atom] = {}
@@ -223,13 +255,9 @@ def select_atoms(res: RawResidue, src: str) -> Tuple[Dict[str, Atom], int]:
                     f"copies distinct altLoc labels")
         if any(a.altloc for a in cands):
             n_alt += 1
-        best = cands[0]
-        for a in cands[1:]:
-            if a.occupancy > best.occupancy:
-                best = a
-        chosen[name] = best
+        chosen[name] = cands[highest_occupancy([a.occupancy for a in cands])]
     if "O" not in chosen:
-        for alias in tables.TERMINAL_O_ALIASES:
+        for alias in residue_data.TERMINAL_O_ALIASES:
             if alias in chosen:
                 chosen["O"] = chosen[alias]
                 break

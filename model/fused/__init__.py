@@ -1,10 +1,17 @@
 """The fused path of CGSchNet: one package for what the ``"torch"`` and ``"triton"`` backends share.
 
-* :mod:`~flashschnet.fused.layout` -- the packed weight layout, defined once (packing and unpacking);
+* :mod:`~flashschnet.fused.layout` -- the packed weight layout, named fields and a version, defined once
+  (packing and unpacking);
 * :mod:`~flashschnet.fused.driver` -- the node-level forward and hand-written backward;
-* :mod:`~flashschnet.fused.torch_engine` -- the edge engine in PyTorch (half pair list, chunks);
-* :mod:`~flashschnet.fused.triton_engine` and :mod:`~flashschnet.fused.triton_ops` -- the edge engine on the
-  Triton kernels of :mod:`flashschnet.kernels` (triton is imported only when that engine is first used);
+* :mod:`~flashschnet.fused.engine` -- the edge-engine interface, the engine registry, and which engine runs;
+* :mod:`~flashschnet.fused.torch_engine` -- the ``"torch"`` edge engine (half pair list, chunks);
+* :mod:`~flashschnet.fused.triton_engine` -- the ``"triton"`` edge engine on the Triton kernels of
+  :mod:`flashschnet.kernels` (triton is imported only when that engine is first used), built on
+  :mod:`~flashschnet.fused.plans` (what a kernel reads that does not change from step to step),
+  :mod:`~flashschnet.fused.workspace` (persistent buffers), :mod:`~flashschnet.fused.launches` (one launch per
+  kernel, and every launch a step can make: what ``tools/gpu_fit.py`` compiles) and
+  :mod:`~flashschnet.fused.tile_flags` (the tile-pair flags, by kernel or PyTorch ops);
+* :mod:`~flashschnet.fused.graph` -- opt-in CUDA-graph replay of a step;
 * :mod:`~flashschnet.fused.op` -- the ``flashschnet::energy_forces`` custom op, one call per step.
 
 Importing this package registers the op, so a TorchScript network calling it (e.g. inside an openmm-torch

@@ -3,9 +3,8 @@
 The network's node-level part (embedding, ``lin1``, ``lin2``, ``lin``, output MLP; all ``[R*N, H]``
 tensors) runs here in PyTorch with a hand-written backward. The edge-level part -- distances, basis,
 filter network, filter x features, reduction -- is delegated to an *edge engine* with two calls per block
-(:mod:`flashschnet.fused.torch_engine` describes the interface): :class:`~flashschnet.fused.torch_engine.
-TorchPairEngine` (``backend="torch"``) or :class:`~flashschnet.fused.triton_engine.TritonTileEngine`
-(``backend="triton"``).
+(:class:`flashschnet.fused.engine.EdgeEngine`): :class:`~flashschnet.fused.torch_engine.TorchPairEngine`
+(``"torch"``) or :class:`~flashschnet.fused.triton_engine.TritonTileEngine` (``"triton"``).
 
 Node-level backward, per block ``x' = x + tanh(m L2^T + b2) L^T + b`` with ``h = x L1^T``::
 
@@ -24,7 +23,7 @@ def energy_forces_fused(weights: NodeWeights, positions: torch.Tensor, bead_type
                         engine) -> Tuple[torch.Tensor, torch.Tensor]:
     """Energies ``[R]`` and forces ``[R, N, 3]`` (model units) with a hand-written backward.
 
-    ``engine`` provides ``prepare``, ``aggregate`` and ``backward`` (see the module docstring).
+    ``engine`` is an :class:`~flashschnet.fused.engine.EdgeEngine` (``prepare``, ``aggregate``, ``backward``).
     """
     R, N = positions.shape[0], positions.shape[1]
     engine.prepare(positions)

@@ -12,14 +12,17 @@ A TorchScript module can only pass plain lists across a custom-op boundary, so a
     output-network weight ``W`` is the pair ``q, s`` (16-bit values [out, in], float32 scales [out]; see
     :mod:`flashschnet.nn.quant`). Gaussian basis: ``centers`` = ``offset`` [K], ``widths`` = ``coeff`` [];
     ExpNormal: ``means`` [K], ``betas`` [K].
-``ints`` (:func:`config_scalars`)
-    ``[n_blocks, n_hidden_out_layers, basis_kind (0 gaussian, 1 expnormal), rbf_env, filt_env, quantized,
-    matmul, cuda_graph, table_order]``; ``matmul`` is the position in :data:`flashschnet.names.MATMULS` (0 =
-    auto) of the triton backend's matrix-product precision, ``cuda_graph`` 1 to replay each step as a CUDA
-    graph, ``table_order`` Q (values per knot: 2 cubic, 3 quintic) of a compressed model's tables, 0 if none.
-``floats`` (:func:`config_scalars`)
-    ``[alpha, basis_lower, rc_rbf, rc_filt, rc_graph, skin, r_end]`` (model length unit; ``skin`` is the Verlet
-    skin of the engines' neighbour lists, ``r_end`` the tables' last knot, 0 if none).
+``ints`` and ``floats`` (:func:`config_scalars`)
+    Named fields, in the order of :data:`INT_FIELDS` and :data:`FLOAT_FIELDS` (:class:`IntField` and
+    :class:`FloatField` are their positions); the first int is the layout's version, :data:`LAYOUT_VERSION`
+    (layouts without it, or of another version, are refused with one :class:`~flashschnet.errors.InputError`:
+    :func:`read_ints`). ints: ``n_blocks``, ``n_hidden`` (hidden layers of the output MLP), ``basis_kind`` (0
+    gaussian, 1 expnormal), ``rbf_env`` / ``filt_env`` (cosine envelopes), ``quantized``, ``matmul`` (the
+    position in :data:`flashschnet.names.MATMULS`, 0 = auto, of the triton backend's matrix-product precision),
+    ``cuda_graph`` (1: replay each step as a CUDA graph), ``table_order`` (Q, values per knot of a compressed
+    model's tables: 2 cubic, 3 quintic; 0 if none). floats (model length unit): ``alpha``, ``basis_lower``,
+    ``rc_rbf``, ``rc_filt``, ``rc_graph``, ``skin`` (the Verlet skin of the engines' neighbour lists), ``r_end``
+    (the tables' last knot, 0 if none).
 
 :func:`unpack_params` turns the three back into :class:`NodeWeights` (the node-level part, run by
 :mod:`flashschnet.fused.driver`), :class:`BasisSpec` and one :class:`FilterWeights` per block (the edge-level
@@ -28,6 +31,7 @@ part, run by an engine).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
@@ -48,6 +52,50 @@ def fused_unsupported_reason(cfg: Dict[str, Any]) -> str:
     return ""
 
 
+#: the packed layout's version, the first of its ints: a change of the fields below is a new version
+LAYOUT_VERSION = 2
+#: the layout's ints, in order (module docstring)
+INT_FIELDS = ("version", "n_blocks", "n_hidden", "basis_kind", "rbf_env", "filt_env", "quantized", "matmul",
+              "cuda_graph", "table_order")
+#: the layout's floats, in order (model length unit)
+FLOAT_FIELDS = ("alpha", "basis_lower", "rc_rbf", "rc_filt", "rc_graph", "skin", "r_end")
+#: positions of the ints (``ints[IntField.N_BLOCKS]``)
+IntField = IntEnum("IntField", [(n.upper(), i) for i, n in enumerate(INT_FIELDS)])
+#: positions of the floats (``floats[FloatField.SKIN]``)
+FloatField = IntEnum("FloatField", [(n.upper(), i) for i, n in enumerate(FLOAT_FIELDS)])
+
+
+def pack_scalars(ints: Dict[str, int], floats: Dict[str, float]) -> Tuple[List[int], List[float]]:
+    """``(ints, floats)`` lists of the layout from values by field name (every field but ``version``, which
+    is :data:`LAYOUT_VERSION`); a missing or unknown name is a ValueError."""
+    for given, fields in ((ints, INT_FIELDS[1:]), (floats, FLOAT_FIELDS)):
+        if set(given) != set(fields):
+            raise ValueError(f"flashschnet: layout fields {sorted(given)} are not {sorted(fields)}")
+    return ([LAYOUT_VERSION] + [int(ints[n]) for n in INT_FIELDS[1:]],
+            [float(floats[n]) for n in FLOAT_FIELDS])
+
+
+def read_ints(ints: List[int]) -> Dict[str, int]:
+    """The layout's ints by field name; raises :class:`InputError` for a layout of another version (or
+    without one: those written before the version existed had 8 or 9 ints and no version)."""
+    if len(ints) != len(INT_FIELDS) or int(ints[IntField.VERSION]) != LAYOUT_VERSION:
+        what = (f"version {int(ints[0])}" if len(ints) == len(INT_FIELDS) else
+                f"{len(ints)} ints and no version (written by an older flashschnet)")
+        raise InputError(f"flashschnet: a packed weight layout of {what} reached the energy_forces op; this "
+                         f"flashschnet reads layout version {LAYOUT_VERSION} ({len(INT_FIELDS)} ints): rebuild the "
+                         f"model, its TorchScript or its serialized System with this flashschnet")
+    return {n: int(v) for n, v in zip(INT_FIELDS, ints)}
+
+
+def read_floats(floats: List[float]) -> Dict[str, float]:
+    """The layout's floats by field name (:class:`InputError` for a list of another length)."""
+    if len(floats) != len(FLOAT_FIELDS):
+        raise InputError(f"flashschnet: a packed weight layout with {len(floats)} floats reached the energy_forces "
+                         f"op; layout version {LAYOUT_VERSION} has {len(FLOAT_FIELDS)}: rebuild the model with this "
+                         f"flashschnet")
+    return {n: float(v) for n, v in zip(FLOAT_FIELDS, floats)}
+
+
 def config_scalars(cfg: Dict[str, Any], alpha: float, skin: float, matmul: str = "auto",
                    cuda_graph: bool = False) -> Tuple[List[int], List[float]]:
     """``(ints, floats)`` of the layout for a normalized config, the ExpNormal ``alpha`` (0 for a Gaussian
@@ -55,14 +103,16 @@ def config_scalars(cfg: Dict[str, Any], alpha: float, skin: float, matmul: str =
     ``cuda_graph`` switch."""
     rb = cfg["rbf"]
     comp = cfg.get("compression")
-    ints = [int(cfg["num_interactions"]), len(cfg["output_hidden_layer_widths"]), 0 if rb["kind"] == "gaussian" else 1,
-            int(rb["cutoff"]["kind"] == "cosine"), int(cfg["cutoff"]["kind"] == "cosine"),
-            int(cfg.get("quantization") is not None), list(MATMULS).index(matmul), int(bool(cuda_graph)),
-            0 if comp is None else ORDERS[comp["kind"]]]
-    floats = [float(alpha), float(rb["cutoff"]["cutoff_lower"]), float(rb["cutoff"]["cutoff_upper"]),
-              float(cfg["cutoff"]["cutoff_upper"]), float(rb["cutoff"]["cutoff_upper"]), float(skin),
-              0.0 if comp is None else table_end(cfg)]
-    return ints, floats
+    ints = dict(n_blocks=int(cfg["num_interactions"]), n_hidden=len(cfg["output_hidden_layer_widths"]),
+                basis_kind=0 if rb["kind"] == "gaussian" else 1, rbf_env=int(rb["cutoff"]["kind"] == "cosine"),
+                filt_env=int(cfg["cutoff"]["kind"] == "cosine"), quantized=int(cfg.get("quantization") is not None),
+                matmul=list(MATMULS).index(matmul), cuda_graph=int(bool(cuda_graph)),
+                table_order=0 if comp is None else ORDERS[comp["kind"]])
+    floats = dict(alpha=float(alpha), basis_lower=float(rb["cutoff"]["cutoff_lower"]),
+                  rc_rbf=float(rb["cutoff"]["cutoff_upper"]), rc_filt=float(cfg["cutoff"]["cutoff_upper"]),
+                  rc_graph=float(rb["cutoff"]["cutoff_upper"]), skin=float(skin),
+                  r_end=0.0 if comp is None else table_end(cfg))
+    return pack_scalars(ints, floats)
 
 
 class PackedWeights:
@@ -170,14 +220,12 @@ class NodeWeights:
 
 def unpack_params(params: List[torch.Tensor], ints: List[int], floats: List[float],
                   with_filters: bool = True) -> Tuple[NodeWeights, BasisSpec, List[FilterWeights]]:
-    """The parts of the packed layout (module docstring). Quantized weights (``ints[5] == 1``) are dequantized
+    """The parts of the packed layout (module docstring). Quantized weights (field ``quantized``) are dequantized
     into the dtype of the embedding (the model's dtype); a compressed model's blocks give :class:`TableWeights`
     (tables as stored) instead of :class:`FilterWeights`. ``with_filters=False`` skips the filter networks
     (returns an empty list; the per-step call, whose engine holds its own filters)."""
-    n_blocks, n_hidden, kind, rbf_env, filt_env, quantized = ints[:6]
-    order = int(ints[8]) if len(ints) > 8 else 0        # layouts saved before compression existed have 8 ints
-    alpha, lower, rc_rbf, rc_filt, rc_graph = floats[:5]
-    r_end = float(floats[6]) if len(floats) > 6 else 0.0
+    iv, fv = read_ints(ints), read_floats(floats)
+    quantized, order, r_end = iv["quantized"], iv["table_order"], fv["r_end"]
     emb, centers, widths = params[0], params[1], params[2]
     dt = emb.dtype
     k = 3
@@ -197,7 +245,7 @@ def unpack_params(params: List[torch.Tensor], ints: List[int], floats: List[floa
         return params[k - 1]
 
     blocks, filters = [], []
-    for _ in range(n_blocks):
+    for _ in range(iv["n_blocks"]):
         blocks.append({"L1": take(), "L2": take(), "b2": take(), "L": take(), "b": take()})
         if order:
             table, scale = take(), take()
@@ -210,19 +258,21 @@ def unpack_params(params: List[torch.Tensor], ints: List[int], floats: List[floa
         if with_filters:
             filters.append(FilterWeights(A1=A1, a1=a1, A2=A2, A1q=A1q, A1s=A1s, A2q=A2q, A2s=A2s))
     out = []
-    for _ in range(n_hidden):
+    for _ in range(iv["n_hidden"]):
         W = weight()[0]
         out.append((W, take()))
     out.append((weight()[0], None))
-    basis = BasisSpec(kind="gaussian" if kind == 0 else "expnormal", centers=centers, widths=widths, alpha=alpha,
-                      lower=lower, rbf_env=bool(rbf_env), rc_rbf=rc_rbf, filt_env=bool(filt_env), rc_filt=rc_filt,
-                      rc_graph=rc_graph)
+    basis = BasisSpec(kind="gaussian" if iv["basis_kind"] == 0 else "expnormal", centers=centers, widths=widths,
+                      alpha=fv["alpha"], lower=fv["basis_lower"], rbf_env=bool(iv["rbf_env"]), rc_rbf=fv["rc_rbf"],
+                      filt_env=bool(iv["filt_env"]), rc_filt=fv["rc_filt"], rc_graph=fv["rc_graph"])
     return NodeWeights(embedding=emb, blocks=blocks, out=out), basis, filters
 
 
 def step_options(ints: List[int]) -> Tuple[str, bool]:
-    """``(matmul name, cuda_graph)`` of the layout's ``ints``."""
-    return list(MATMULS)[int(ints[6])], bool(ints[7])
+    """``(matmul name, cuda_graph)`` of the layout's ``ints`` (checked as :func:`read_ints` does; once per step)."""
+    if len(ints) != len(INT_FIELDS) or int(ints[IntField.VERSION]) != LAYOUT_VERSION:
+        read_ints(ints)                                  # raises, saying which layout it got
+    return list(MATMULS)[int(ints[IntField.MATMUL])], bool(ints[IntField.CUDA_GRAPH])
 
 
 def unpack(model) -> Tuple[NodeWeights, BasisSpec, List[FilterWeights]]:

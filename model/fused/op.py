@@ -3,7 +3,9 @@
 A TorchScript :class:`~flashschnet.nn.schnet.CGSchNet` with ``backend="torch"`` or ``"triton"`` (also the
 one inside an openmm-torch ``TorchForce``) calls this op once per step with its weights in the packed layout
 (:mod:`flashschnet.fused.layout`); the op runs :func:`flashschnet.fused.driver.energy_forces_fused` with the
-backend's edge engine and returns energies and exact forces (no autograd). One call per step keeps the
+edge engine :func:`flashschnet.fused.engine.engine_for` names for the backend, device, dtype and precision (made
+by the engine registry, :func:`flashschnet.fused.engine.make_engine`) and returns energies and exact forces (no
+autograd). One call per step keeps the
 Python-op overhead (tens of microseconds) out of the inner loops. The op is registered when the package
 :mod:`flashschnet.fused` is imported (``import flashschnet`` does it).
 
@@ -22,9 +24,9 @@ from typing import Dict, List, Tuple
 import torch
 
 from .driver import energy_forces_fused
+from .engine import engine_of_filters, make_engine
 from .graph import GraphedStep
-from .layout import step_options, unpack_params
-from .torch_engine import TorchPairEngine
+from .layout import FloatField, step_options, unpack_params
 
 _log = logging.getLogger("flashschnet")
 _NOTED: set = set()
@@ -45,15 +47,9 @@ def _engine(backend: str, params, ints, floats, positions):
         eng = _ENGINES.get(key)
         if eng is None:
             weights, basis, filters = unpack_params(params, ints, floats)
-            skin = floats[5]
-            if backend == "triton" and positions.is_cuda and _exact_on_cuda(matmul, positions.dtype, filters):
-                backend = "torch"
-            if backend == "torch":
-                eng = TorchPairEngine(basis, filters, skin=skin)
-            else:
-                from .triton_engine import TritonTileEngine      # imports triton: only when asked for
-
-                eng = TritonTileEngine(basis, filters, skin=skin, dot=matmul)
+            name = engine_of_filters(backend, positions.device.type, positions.dtype, matmul, filters, note=True)
+            eng = make_engine(name, basis, filters, skin=floats[FloatField.SKIN], matmul=matmul)
+            eng.engine_name = name
             eng.node_weights = weights       # cached: the output network is dequantized once, not per step
             eng.graphed = _graphed(eng, cuda_graph and positions.is_cuda)
             eng.pinned_weights = list(params)
@@ -66,40 +62,17 @@ def _engine(backend: str, params, ints, floats, positions):
 
 def _graphed(eng, wanted: bool):
     """A :class:`GraphedStep` around ``eng``'s step when a CUDA graph is ``wanted`` and the engine's step never
-    synchronises (the triton engine); else None -- with a one-line note when it was wanted: the torch backend's
-    engine reads its pair-list sizes back to the host, which a graph cannot capture."""
-    from .triton_engine import TritonTileEngine
-
+    synchronises (``eng.graphable``: the triton engine); else None -- with a one-line note when it was wanted: the
+    torch engine reads its pair-list sizes back to the host, which a graph cannot capture."""
     if not wanted:
         return None
-    if not isinstance(eng, TritonTileEngine):
+    if not getattr(eng, "graphable", False):
         if "graph" not in _NOTED:
             _NOTED.add("graph")
-            _log.warning("flashschnet: cuda_graph is ignored by the torch backend's engine (its step reads pair-list "
-                         "sizes back to the host); it applies to the triton backend's tensor-core kernels")
+            _log.warning("flashschnet: cuda_graph is ignored by the torch engine (its step reads pair-list sizes "
+                         "back to the host); it applies to the triton engine's tensor-core kernels")
         return None
     return GraphedStep(lambda p, t, e=eng: energy_forces_fused(e.node_weights, p, t, e))
-
-
-def _exact_on_cuda(matmul: str, dtype: torch.dtype, filters) -> bool:
-    """True (and a one-line note, once per case) when the triton backend is asked for exact products on a GPU
-    -- float64, or ``matmul="ieee"`` -- which its kernels do not run there: the torch backend's engine does.
-    Never for tables (a compressed model): their kernels have no matrix products and run float32 and float64."""
-    from .layout import is_table
-    from .triton_ops import exact_on_cuda, resolve_dot
-
-    if filters and is_table(filters[0]):
-        return False
-    quant = filters[0].A1q.dtype if filters and filters[0].A1q is not None else None
-    dot = resolve_dot(matmul, dtype, quant)
-    if not exact_on_cuda(dot):
-        return False
-    why = "float64" if dtype == torch.float64 else "matmul='ieee'"
-    if why not in _NOTED:
-        _NOTED.add(why)
-        _log.warning(f"flashschnet: backend 'triton' with {why} on CUDA runs the torch backend's engine (exact "
-                     f"products; the tensor-core kernels take float32 with matmul auto/tf32/bf16/fp16)")
-    return True
 
 
 @torch.library.custom_op("flashschnet::energy_forces", mutates_args=())

@@ -1,13 +1,10 @@
-"""The ``"torch"`` backend's edge engine: a half pair list (``i < j``) with a Verlet skin, edges in chunks.
+"""The ``"torch"`` edge engine: a half pair list (``i < j``) with a Verlet skin, edges in chunks.
 
-The engine interface (used by :func:`flashschnet.fused.driver.energy_forces_fused`), two calls per block:
+It implements :class:`~flashschnet.fused.engine.EdgeEngine` (that module describes the interface: ``prepare``,
+``aggregate``, ``backward``); the filters are recomputed, never stored (FlashAttention-style).
 
-* ``aggregate(t, h) -> m``: ``m_i = sum_j W^t_ij * h_j``;
-* ``backward(t, h, gm) -> (gh, grad_pos)``: ``gh_j = sum_i W^t_ij * gm_i`` (the same aggregation, the
-  filter being symmetric) and ``dE/dr`` through the distance dependence of ``W^t`` (both cosine envelopes
-  included), given ``gm = dE/dm``. The filters are recomputed, never stored (FlashAttention-style).
-
-A block's filter is either the exact filter network (:class:`ExactFilter`: ``W`` and ``dW/dd`` in forward mode,
+A block's filter is a strategy (chosen per block from its weights in :meth:`TorchPairEngine.prepare`): the exact
+filter network (:class:`ExactFilter`: ``W`` and ``dW/dd`` in forward mode,
 the basis tangent through the same products) or a table of the distance (:class:`TableFilter`, a compressed
 model: :mod:`flashschnet.nn.table`). Each filter is evaluated once per unordered pair and serves both
 directions; chunks of ``chunk`` pairs keep peak memory bounded; reductions by ``index_add_`` on CPU are
@@ -223,7 +220,7 @@ RADIAL_CACHE_BYTES = 512 * 2 ** 20
 
 
 class TorchPairEngine:
-    """Edge engine on a half pair list (``i < j``), chunked.
+    """Edge engine on a half pair list (``i < j``), chunked (:class:`~flashschnet.fused.engine.EdgeEngine`).
 
     Parameters
     ----------
@@ -238,6 +235,9 @@ class TorchPairEngine:
         :mod:`flashschnet.kernels.cpu_pairs` on CPU tensors (True: required; None, the default: when they can be
         built here) or as PyTorch ops (False; always on other devices). Same arithmetic either way.
     """
+
+    #: a step reads pair-list sizes back to the host: it cannot be captured in a CUDA graph
+    graphable = False
 
     def __init__(self, basis: BasisSpec, filters: List, skin: float = 2.0, chunk: int = 2048,
                  verlet: Optional[VerletList] = None, fused_loops: Optional[bool] = None):

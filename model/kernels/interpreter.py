@@ -5,7 +5,7 @@ one-element 1-D array; numpy 2.4 made ``int()`` of an array with ``ndim > 0`` an
 can be converted to Python scalars"), so every kernel loop with a runtime bound (``for J in range(I, T)``) fails
 there. :func:`install` replaces that one conversion with one that takes the single element (what numpy < 2.4
 did); nothing else of the interpreter changes, and compiled kernels (a GPU) never go through it. It is installed
-by :func:`flashschnet.fused.triton_ops._kernels`, the one place the kernels are imported, when interpreting.
+by :func:`flashschnet.fused.launches.kernels`, the one place the kernels are imported, when interpreting.
 """
 from __future__ import annotations
 

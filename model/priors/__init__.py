@@ -37,10 +37,10 @@ Modules (each imports only those listed above it; every public name is re-export
 This package never imports openmm; :mod:`flashschnet.openmm.priors` turns a :class:`PriorSet` into OpenMM forces.
 """
 from .energy import per_term_energy, prior_energy, prior_energy_forces
-from .fit import DEFAULT_K_ANGLE, DEFAULT_K_BOND, DEFAULT_K_DIHEDRAL, DEFAULT_SIGMA, fit_priors_to_structure
+from .placeholder import DEFAULT_K_ANGLE, DEFAULT_K_BOND, DEFAULT_K_DIHEDRAL, DEFAULT_SIGMA, fit_priors_to_structure
 from .geometry import compute_angle_cos, compute_distances, compute_torsions
 from .io import load_priors, save_priors
-from .tables import priors_for_molecule, specialize_prior_tables
+from .type_parameters import priors_for_molecule, specialize_prior_tables
 from .terms import KINDS, PriorSet, PriorTerm
 from .tuples import REPULSION_MIN_GRAPH_DISTANCE, angle_tuples, dihedral_tuples, mlcg_term_tuples
 

@@ -100,7 +100,7 @@ def angle_tuples(n_beads: int, bonds: np.ndarray) -> List[Tuple[int, int, int]]:
 
 
 def _three_letter(mol, r: int) -> str:
-    from ..cg.tables import STANDARD_RESIDUES
+    from ..cg.residue_data import STANDARD_RESIDUES
 
     one = {v: k for k, v in STANDARD_RESIDUES.items()}
     seq = mol.sequence() if hasattr(mol, "sequence") else None

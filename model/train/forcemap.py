@@ -16,7 +16,7 @@ from typing import List, Sequence, Tuple
 
 import numpy as np
 
-from ..cg.tables import MAPPINGS
+from ..cg.residue_data import MAPPINGS
 from ..errors import InputError
 
 #: backbone heavy-atom names -> bead (5-bead mapping); every other heavy atom of a residue goes to CB
@@ -68,7 +68,7 @@ def build_force_map(atoms: Sequence[Tuple[int, str, str, str]], bonds: Sequence[
         Atom-atom bonds (to put each hydrogen with its heavy atom).
     mapping : str
         ``"5bead"`` (N, CA, CB, C, O; glycine without CB) or ``"ca"``; beads are ordered by residue, then in
-        :data:`flashschnet.cg.tables.MAPPINGS` order, as :func:`flashschnet.cg.map_pdb` orders them.
+        :data:`flashschnet.cg.residue_data.MAPPINGS` order, as :func:`flashschnet.cg.map_pdb` orders them.
 
     Returns
     -------

@@ -87,22 +87,26 @@ def positions(mol, replicas: int, dtype, device):
     return pos.to(dtype=dtype, device=device).contiguous()
 
 
-def load(cfg: Dict[str, Any], dtype, device):
-    """The configuration's model (its file, or the built-in one) with its backend, filter tables and 16-bit
-    variant (tables first, as everywhere; and the optional ``matmul`` precision and ``cuda_graph`` switch of the
-    fused backends)."""
-    import flashschnet
-    from flashschnet.transforms import apply_compression, apply_variant
+def model_options(cfg: Dict[str, Any]):
+    """The :class:`~flashschnet.options.ModelOptions` of a configuration (its ``dtype``, "float32" or "float64",
+    is the precision; ``compress``, ``compress_knots``, ``quantize``, ``matmul`` and ``cuda_graph`` are optional)."""
+    from flashschnet.names import PRECISIONS
+    from flashschnet.options import ModelOptions
+
+    precision = {dtype: name for name, dtype in PRECISIONS.items()}.get(cfg["dtype"], cfg["dtype"])
+    return ModelOptions(backend=cfg["backend"], precision=precision, quantize=cfg.get("quantize", "none"),
+                        compress=cfg.get("compress") or "none", compress_knots=cfg.get("compress_knots"),
+                        matmul=cfg.get("matmul") or "auto", cuda_graph=bool(cfg.get("cuda_graph", False)))
+
+
+def load(cfg: Dict[str, Any], device):
+    """The configuration's model (its file, or the built-in one of :mod:`.defaults`) as its options make it
+    (:func:`flashschnet.options.prepare_model`: backend, precision, filter tables, then 16-bit weights)."""
+    from flashschnet.options import prepare_model
 
     from .defaults import default_model
 
-    opts = dict(matmul=cfg.get("matmul") or "auto", cuda_graph=bool(cfg.get("cuda_graph", False)))
-    if cfg.get("model"):
-        model = flashschnet.load_model(cfg["model"], backend=cfg["backend"], dtype=dtype, device=device, **opts)
-    else:
-        model = default_model(backend=cfg["backend"], dtype=dtype, device=device, **opts)
-    model = apply_compression(model, cfg.get("compress") or "none", cfg.get("compress_knots"))
-    return apply_variant(model, cfg.get("quantize", "none"))
+    return prepare_model(cfg.get("model") or default_model(), model_options(cfg), device)
 
 
 def weights_kb(model) -> float:
@@ -119,7 +123,7 @@ def energy_forces(cfg: Dict[str, Any]) -> Dict[str, Any]:
     device, R = cfg["device"], int(cfg["replicas"])
     dtype = getattr(torch, cfg["dtype"])
     cuda = device.startswith("cuda")
-    model = load(cfg, dtype, device)
+    model = load(cfg, device)
     mol = flashschnet.map_pdb(cfg["pdb"])
     pos = positions(mol, R, dtype, device)
     types = torch.as_tensor(mol.bead_types, dtype=torch.long, device=device)
@@ -189,11 +193,10 @@ def openmm_loop(cfg: Dict[str, Any]) -> Dict[str, Any]:
 
     device, R = cfg["device"], int(cfg["replicas"])
     cuda = device.startswith("cuda")
-    dtype = getattr(torch, cfg["dtype"])
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-    model = load(cfg, dtype, device)
+    model = load(cfg, device)
     mol = flashschnet.map_pdb(cfg["pdb"])
     graph = bool(cfg.get("torch_cuda_graph", False))
     system = build_system(mol, model, replicas=R, priors=None, network_force=cfg.get("network_force", "torch"),
@@ -262,7 +265,7 @@ class _BenchBuilder:
         from flashschnet.openmm.force import OpenMMNetwork, network_module
 
         cfg = self.cfg
-        model = load(cfg, getattr(torch, cfg["dtype"]), cfg["device"])
+        model = load(cfg, cfg["device"])
         mol = flashschnet.map_pdb(cfg["pdb"])
         types = torch.as_tensor(mol.bead_types, dtype=torch.long)
         python = cfg.get("network_force", "torch") == "python"

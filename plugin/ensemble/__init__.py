@@ -1,10 +1,13 @@
 """Parallel tempering and replica ensembles: walkers in blocks of packed Contexts, on one process or on Dask.
 
+* :mod:`.run` -- an ensemble run from start to finish (:func:`~.run.run_ensemble`; the engine hands it the builder);
 * :mod:`.ladder` -- the temperature ladder (``--temperatures``);
 * :mod:`.exchange` -- the Metropolis swaps (:class:`Exchanger`);
 * :mod:`.integrator` -- Langevin (middle scheme) with a temperature per particle;
-* :mod:`.block` -- one packed Context of walkers (:class:`WalkerBlock`), its trajectories and checkpoints;
-* :mod:`.records` -- the driving process's files (log, exchanges, walkers) and the run's checkpoint;
+* :mod:`.block` -- one packed Context of walkers (:class:`WalkerBlock`), its trajectories and checkpoints (the
+  plain run's reporters, checkpoint format and step-loop chunk);
+* :mod:`.records` -- the driving process's files (log, exchanges, walkers: the plain run's writers) and the run's
+  checkpoint;
 * :mod:`.demux` -- per-temperature trajectories from the per-walker ones;
 * :mod:`.driver` -- the loop: advance the blocks, log, exchange, checkpoint, recover lost blocks;
 * :mod:`.cluster` -- the blocks as Dask actors (imported only for ``--workers`` / ``--scheduler``).

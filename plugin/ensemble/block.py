@@ -12,7 +12,6 @@ harmonic test systems), so the same block drives both.
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -24,12 +23,10 @@ import openmm.app as app
 import openmm.unit as u
 
 from ...errors import SimulationInstabilityError
-from ..dcd import truncate_dcd
-from ..reporters import HealthReporter, ReplicaDCDReporter, read_checkpoint, replica_temperatures
-from ..reporters._common import BOLTZMANN_KJ_MOL_K
-from ...atomic import atomic_write
-from ..reporters.checkpoint import CHECKPOINT_MAGIC
-from ..runner.loop import freeze_replicas
+from ..reporters import (HealthReporter, ReplicaDCDReporter, cut_trajectories, read_checkpoint, replica_temperatures,
+                         write_checkpoint)
+from ..runner.loop import freeze_replicas, step_with_rescue
+from ..units import BOLTZMANN_KJ_MOL_K
 from .integrator import particle_temperatures, set_particle_temperatures, tempering_integrator
 
 
@@ -245,8 +242,7 @@ class WalkerBlock:
         self.simulation.context.loadCheckpoint(blob)
         self.simulation.currentStep = int(meta["step"])
         self.temps = np.asarray(meta["temperatures_K"], dtype=float)
-        for w, nbytes, nframes in zip(self.walkers, meta["dcd_bytes"], meta["dcd_frames"]):
-            truncate_dcd(walker_trajectory(self.spec.out, w), nbytes, nframes)
+        cut_trajectories([walker_trajectory(self.spec.out, w) for w in self.walkers], meta)
         self._reporters(append=True)
         return self.energies()
 
@@ -256,21 +252,8 @@ class WalkerBlock:
         self._own()
         t0 = time.perf_counter()
         simulation = self.simulation
-        while simulation.currentStep < to_step:
-            before = simulation.currentStep
-            n = int(to_step) - before
-            due = [r for r in simulation.reporters if r.describeNextReport(simulation)["steps"] == n]
-            try:
-                simulation.step(n)
-            except openmm.OpenMMException as exc:
-                message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                if not self.health.rescue(simulation, message):
-                    raise SimulationInstabilityError(f"step {simulation.currentStep}: OpenMM stopped: {message}") from None
-                if simulation.currentStep == before + n:
-                    state = simulation.context.getState(getEnergy=True, getForces=True, getPositions=True,
-                                                        getVelocities=True)
-                    for reporter in due:
-                        reporter.report(simulation, state)
+        while simulation.currentStep < to_step:      # the plain run's chunk (the driver adds where the checkpoint is)
+            step_with_rescue(simulation, int(to_step) - simulation.currentStep, self.health)
         t1 = time.perf_counter()
         out = self.energies()
         out.update(step_s=t1 - t0, energy_s=time.perf_counter() - t1)
@@ -320,10 +303,7 @@ class WalkerBlock:
         meta = {"step": int(step), "block": self.index, "walkers": self.walkers, "temperatures_K": self.temps.tolist(),
                 "dcd_bytes": self.dcd.sizes(), "dcd_frames": self.dcd.frame_counts, "dropped": self.dropped}
         path = block_checkpoint_path(self.spec.out, self.index, step)
-        header = json.dumps(meta).encode()
-        with atomic_write(path, "wb", what="writing the block checkpoint") as f:
-            f.write(CHECKPOINT_MAGIC + len(header).to_bytes(8, "little") + header)
-            f.write(self.simulation.context.createCheckpoint())
+        write_checkpoint(path, meta, self.simulation.context.createCheckpoint(), what="writing the block checkpoint")
         return path
 
     def forget(self, keep_step: int) -> None:

@@ -34,12 +34,12 @@ import numpy as np
 
 from ...errors import InputError, SimulationInstabilityError
 from ..runner.directory import few_frames_warning, write_dropped
-from ..runner.loop import ns_per_day
+from ..reporters import ns_per_day
+from ..runner.settings import DynamicsSettings
 from .block import BlockSpec, WalkerBlock, block_checkpoint_path
 from .demux import demultiplex
 from .exchange import Exchanger
-from .ladder import rung_name
-from .records import EXCHANGE_COLUMNS, LOG_COLUMNS, AppendCSV, read_run_checkpoint, write_run_checkpoint
+from .records import open_records, read_run_checkpoint, write_run_checkpoint
 
 
 class BlocksLost(Exception):
@@ -66,28 +66,20 @@ class LocalBlocks:
             b.close()
 
 
-@dataclass
-class EnsemblePlan:
-    """An ensemble run, as the driver sees it (units in the names).
+@dataclass(kw_only=True)
+class EnsemblePlan(DynamicsSettings):
+    """An ensemble run, as the driver sees it: the dynamics (:class:`~flashschnet.openmm.runner.DynamicsSettings`,
+    intervals and seed resolved) and the fields below (units in the names); keyword arguments only.
 
     ``temperatures_K`` holds one temperature per walker: the ladder for parallel tempering
     (``exchange_interval`` set), else the one temperature repeated (a pure ensemble).
     """
 
-    out: str
-    steps: int
     temperatures_K: List[float]
+    temperature_K: Optional[float] = None          # unused: the walkers' temperatures are temperatures_K
     exchange_interval: Optional[int]
-    report_interval: int
-    checkpoint_interval: int
-    dt_fs: float
-    friction_per_ps: float
-    seed: int
     blocks: int
-    platform: str = "CPU"
-    max_force: float = 1.0e5
     on_blowup: str = "stop"
-    threads: Optional[int] = None
 
     @property
     def walkers(self) -> int:
@@ -162,19 +154,13 @@ class _Run:
         self.step = 0
         self.checkpoint_step: Optional[int] = None
         self.ckpt_path = os.path.join(p.out, "checkpoint.chk")
-        self.files: Dict[str, AppendCSV] = {}
-        self._last_report = None     # (wall time, step) for the speed column
+        self.files: Dict[str, object] = {}     # records.open_records: log.csv (a ReplicaLog), exchanges, walkers
 
     # -- files -----------------------------------------------------------------------------------------------
     def open_files(self, sizes: Optional[Dict[str, int]] = None) -> None:
-        for f in self.files.values():
-            f.close()
-        names = {"log.csv": LOG_COLUMNS}
-        if self.p.tempering:
-            names["exchanges.csv"] = EXCHANGE_COLUMNS
-            names["walkers.csv"] = ["step"] + [rung_name(t) for t in self.p.temperatures_K]
-        self.files = {n: AppendCSV(os.path.join(self.p.out, n), cols, None if sizes is None else sizes[n])
-                      for n, cols in names.items()}
+        self.close()
+        self.files = open_records(self.p.out, self.p.dt_fs * 1e-3, self.p.temperatures_K if self.p.tempering else None,
+                                  sizes)
 
     def close(self) -> None:
         for f in self.files.values():
@@ -208,14 +194,10 @@ class _Run:
                 if self.checkpoint_step is not None else "no checkpoint yet")
 
     def report(self, now: dict) -> None:
-        wall = time.perf_counter()
-        speed = float("nan")
-        if self._last_report is not None and self.step > self._last_report[1]:
-            speed = ns_per_day(self.step - self._last_report[1], self.p.dt_fs * 1e-3, wall - self._last_report[0])
-        self._last_report = (wall, self.step)
-        rows = [[self.step, f"{now['time_ps']:.6g}", w, f"{now['energies'][w]:.10g}", f"{now['kinetic'][w]:.6g}",
-                 f"{speed:.6g}", f"{self.walker_temps[w]:.10g}"] for w in range(self.p.walkers) if self.active[w]]
-        self.files["log.csv"].rows(rows)
+        log = self.files["log.csv"]
+        speed = log.speed(self.step)
+        log.write(self.step, now["time_ps"], speed, now["energies"], now["kinetic"],
+                  [w for w in range(self.p.walkers) if self.active[w]], thermostat=self.walker_temps)
         if self.p.tempering:
             self.files["walkers.csv"].rows([[self.step] + self.exchanger.walker_at.tolist()])
 
@@ -261,8 +243,7 @@ class _Run:
             if not os.path.exists(block_checkpoint_path(self.p.out, b, self.step)):
                 raise InputError(f"{block_checkpoint_path(self.p.out, b, self.step)}: missing, but the run's checkpoint "
                                  f"(step {self.step}) needs it; start a new run")
-        self.blocks.call("restore", [(self.step,)] * len(self.specs))
-        self._last_report = None
+        self.blocks.call("restore", [(self.step,)] * len(self.specs))      # (the log reopened: its speed clock unset)
 
 
 def drive(p: EnsemblePlan, blocks, specs: List[BlockSpec], resume: bool, progress: bool = True,
@@ -317,7 +298,7 @@ def drive(p: EnsemblePlan, blocks, specs: List[BlockSpec], resume: bool, progres
 
         bar = tqdm(total=max(p.steps - run.step, 0), unit="step", desc=f"{p.walkers} walkers", dynamic_ncols=True)
     t0 = time.perf_counter()
-    run._last_report = (t0, run.step)
+    run.files["log.csv"].start_clock(run.step)
     timing = dict(advance=0.0, block_steps=0.0, block_energies=0.0, exchange=0.0, checkpoint=0.0, segments=0,
                   exchanges=0)
     try:
@@ -352,7 +333,7 @@ def drive(p: EnsemblePlan, blocks, specs: List[BlockSpec], resume: bool, progres
             except BlocksLost as lost:
                 rollbacks += 1
                 go_back(lost)
-                run._last_report = (time.perf_counter(), run.step)
+                run.files["log.csv"].start_clock(run.step)
                 if bar is not None:
                     bar.update(run.step - before)
                 continue

@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..reporters._common import BOLTZMANN_KJ_MOL_K
+from ..units import BOLTZMANN_KJ_MOL_K
 
 
 def swap_probability(beta_lo: float, beta_hi: float, u_lo: float, u_hi: float) -> float:

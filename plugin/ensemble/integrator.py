@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 import openmm
 
-from ..reporters._common import BOLTZMANN_KJ_MOL_K
+from ..units import BOLTZMANN_KJ_MOL_K
 
 
 def tempering_integrator(dt_ps: float, friction_per_ps: float, temperatures_K: Sequence[float],

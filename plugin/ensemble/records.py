@@ -11,86 +11,56 @@
   generator), the bytes of the three files above that belong to it and the walkers dropped; the blocks' own
   checkpoints of that step are ``blocks/block_BBB.sSTEP.chk``.
 
-The CSV files are appended, flushed per row and fsynced before a checkpoint that records their sizes; a resumed
-(or rolled-back) run cuts them back to those sizes.
+The CSV files are the plain run's writers (:mod:`flashschnet.openmm.reporters`): ``log.csv`` is a
+:class:`~flashschnet.openmm.reporters.ReplicaLog` with the ``thermostat_K`` column, the others are
+:class:`~flashschnet.openmm.reporters.CSVFile` s; they are appended, flushed per row and fsynced before a checkpoint
+that records their sizes; a resumed (or rolled-back) run cuts them back to those sizes. The checkpoint is the
+plain run's file format (:func:`~flashschnet.openmm.reporters.write_checkpoint`) without an OpenMM state.
 """
 from __future__ import annotations
 
-import csv
-import json
 import os
-import struct
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence, Union
 
-from ...atomic import AppendedFile, atomic_write
-from ...errors import output_error
-from ..reporters.checkpoint import CHECKPOINT_MAGIC, read_checkpoint
+from ...errors import InputError
+from ..reporters import CSVFile, ReplicaLog, cut_csv_to_size, read_checkpoint, write_checkpoint
+from .ladder import rung_name
 
-LOG_COLUMNS = ["step", "time_ps", "replica", "potential_energy_kJ_mol", "temperature_K", "ns_per_day", "thermostat_K"]
 EXCHANGE_COLUMNS = ["step", "pair", "T_lo_K", "T_hi_K", "walker_lo", "walker_hi", "probability", "accepted"]
 
 
-class AppendCSV:
-    """A CSV file the run appends rows to (header written when new; :meth:`cut` back to a byte size). A write
-    that fails raises one :class:`~flashschnet.errors.OutputError` naming the file (a resume cuts it back to its
-    checkpoint's size); :meth:`close` does not report it again."""
-
-    def __init__(self, path: str, columns: Sequence[str], size: Optional[int] = None):
-        self.path = path
-        if size is not None:
-            self.cut(path, size)
-        self._out = AppendedFile(path, "w" if size is None else "a", newline="")
-        self._file = self._out.file
-        self._writer = csv.writer(self._file)
-        if size is None:
-            try:
-                self._out.io(lambda: (self._writer.writerow(columns), self._file.flush()))
-            except OSError:
-                self.close()              # (quietly: the failure is being reported)
-                raise
-
-    @staticmethod
-    def cut(path: str, size: int) -> None:
-        try:
-            with open(path, "r+b") as f:
-                if os.fstat(f.fileno()).st_size < size:
-                    from ...errors import InputError
-
-                    raise InputError(f"{path}: shorter than the checkpoint records ({size} bytes); the file lost "
-                                     "data the checkpoint relies on; start a new run")
-                f.truncate(size)
-        except OSError as exc:
-            raise output_error(exc, "cutting back (to the checkpoint)", path) from None
-
-    def rows(self, rows: List[list]) -> None:
-        self._out.io(lambda: (self._writer.writerows(rows), self._file.flush()))
-
-    def size(self) -> int:
-        self._out.io(self._file.flush)
-        return self._file.tell()
-
-    def sync(self) -> int:
-        """fsync; return the size."""
-        self._out.sync()
-        return self._file.tell()
-
-    def close(self) -> None:
-        self._out.close()
+def open_records(out: str, dt_ps: float, ladder: Optional[Sequence[float]] = None,
+                 sizes: Optional[Dict[str, int]] = None) -> Dict[str, Union[ReplicaLog, CSVFile]]:
+    """The driving process's files in ``out``, by name: ``log.csv`` and, with a ``ladder`` (parallel tempering,
+    K), ``exchanges.csv`` and ``walkers.csv``. New files (header written), or, with ``sizes`` (the run checkpoint's
+    ``files``), the files cut back to those sizes and appended to."""
+    columns = {"log.csv": None}
+    if ladder is not None:
+        columns["exchanges.csv"] = EXCHANGE_COLUMNS
+        columns["walkers.csv"] = ["step"] + [rung_name(t) for t in ladder]
+    files: Dict[str, Union[ReplicaLog, CSVFile]] = {}
+    try:
+        for name, cols in columns.items():
+            path = os.path.join(out, name)
+            if sizes is not None:
+                cut_csv_to_size(path, sizes[name])
+            files[name] = (ReplicaLog(path, dt_ps, append=sizes is not None, thermostat=True) if cols is None
+                           else CSVFile(path, cols, append=sizes is not None))
+    except BaseException:
+        for f in files.values():
+            f.close()
+        raise
+    return files
 
 
 def write_run_checkpoint(path: str, meta: Dict[str, object]) -> None:
-    """The run's checkpoint: CHECKPOINT_MAGIC, the header length, the JSON header, no OpenMM state (that is in
-    the blocks' files); atomic (temporary file, fsync, rename, directory fsync)."""
-    header = json.dumps(meta).encode()
-    with atomic_write(path, "wb", what="writing the checkpoint") as f:
-        f.write(CHECKPOINT_MAGIC + struct.pack("<Q", len(header)) + header)
+    """The run's checkpoint: the header ``meta``, no OpenMM state (that is in the blocks' files); atomic."""
+    write_checkpoint(path, meta)
 
 
 def read_run_checkpoint(path: str) -> Dict[str, object]:
     meta, _ = read_checkpoint(path)
     if "ensemble" not in meta:
-        from ...errors import InputError
-
         raise InputError(f"{path}: not the checkpoint of an ensemble run (a run without --temperatures/--workers); "
                          "resume it with the settings it was started with")
     return meta

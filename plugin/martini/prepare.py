@@ -28,7 +28,7 @@ import numpy as np
 
 from ...atomic import atomic_write
 from ...errors import InputError, OutputError
-from ..rundir import pdb_positions, read_pdb
+from ..run_reader import pdb_positions, read_pdb
 
 #: the MARTINI 3.0.0 parameter files a system.top written here includes (all must be in --forcefield-dir)
 FORCEFIELD_FILES = ("martini_v3.0.0.itp", "martini_v3.0.0_ions_v1.itp", "martini_v3.0.0_solvents_v1.itp")

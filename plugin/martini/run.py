@@ -3,7 +3,7 @@
 Output directory layout (like ``flashschnet-simulate``'s)::
 
     DIR/run.json           the run's settings (a resumed run must match them)
-    DIR/system/            cleaned.pdb (the PDB as cleaned for both engines: what martinize2 read), martinize2
+    DIR/system/            cleaned.pdb (the PDB as cleaned for both force fields: what martinize2 read), martinize2
                            and insane output and our system.top (cg.pdb is the mapped PDB)
     DIR/topology.pdb       the whole system after energy minimisation (topology for the DCD)
     DIR/trajectory.dcd     every particle, with the box; positions are not wrapped, so molecules stay whole
@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import random
 from dataclasses import asdict, dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, ClassVar, Optional, Sequence
 
 import numpy as np
 import openmm
@@ -23,9 +23,9 @@ import openmm.app as app
 import openmm.unit as u
 
 from ...errors import InputError
-from ...cg.mapping import format_list
+from ...cg.notes import format_list
 from ..cleaning import CLEANED_NAME, clean_pdb
-from ..runner import (MDJob, RunResult, check_run_settings, make_run_dir, open_run_dir, require_new_run_inputs,
+from ..runner import (FLAGS, DynamicsSettings, MDJob, RunResult, make_run_dir, open_run_dir, require_new_run_inputs,
                       resume_already_done, run_dir, run_job)
 from ..runner.resume import record_files
 from .prepare import FORCEFIELD_FILES, check_forcefield_dir, prepare_system
@@ -43,37 +43,29 @@ _FIXED_ON_RESUME = ("pdb", "forcefield_dir", "dt_fs", "temperature_K", "friction
 #: force-field files (a resume reads them again)
 _FILES = {"pdb": (), "forcefield_dir": FORCEFIELD_FILES}
 
-#: command-line spellings of the settings (messages)
-OPTIONS = {"pdb": "PDB", "dt_fs": "--dt", "temperature_K": "--temperature", "friction_per_ps": "--friction",
-           "padding_nm": "--padding", "salt_molar": "--salt", "elastic": "--no-elastic"}
 
+@dataclass(kw_only=True)
+class MartiniSettings(DynamicsSettings):
+    """Everything that defines a MARTINI run: the dynamics (:class:`~flashschnet.openmm.runner.DynamicsSettings`;
+    a 20 fs step by default, at most 40 fs) and the system below (units in the names: nm, mol/L); keyword
+    arguments only."""
 
-@dataclass
-class MartiniSettings:
-    """Everything that defines a MARTINI run (units in the names: fs, K, 1/ps, nm, mol/L)."""
+    MAX_DT_FS: ClassVar[float] = 40.0
+    DT_HINT: ClassVar[str] = " (MARTINI runs at 20-30 fs)"
 
     pdb: Optional[str]                             # None on resume: the run's
     forcefield_dir: Optional[str]                  # None on resume: the run's (checked by content)
-    out: str
-    steps: Optional[int]                           # None on resume: the run's
-    platform: str = "CPU"
-    seed: Optional[int] = None
     dt_fs: float = 20.0
-    temperature_K: float = 300.0
-    friction_per_ps: float = 1.0
-    report_interval: Optional[int] = None          # default: steps // 100 (runner.default_report_interval)
-    checkpoint_interval: Optional[int] = None      # default: 10 report intervals, <= 10000 steps where possible
     padding_nm: float = 1.5
     salt_molar: float = 0.15
     elastic: bool = True                           # martinize2's elastic network (off with go)
     go: bool = False                               # martinize2's Go model (MartiniGo) instead of the elastic network
     ignore: str = "HOH"                            # comma-separated residue names martinize2 drops
     minimize_iterations: int = 5000
-    threads: Optional[int] = None
-    max_force: float = 1.0e5                       # kJ/mol/nm
 
     def validate(self) -> None:
-        check_run_settings(self, max_dt_fs=40.0, dt_hint=" (MARTINI runs at 20-30 fs)")
+        """Check the settings (one-line :class:`InputError` naming the option); fill in the default intervals."""
+        super().validate()
         if not 1.1 <= self.padding_nm <= MAX_PADDING_NM:    # NaN fails too
             raise InputError(f"--padding {self.padding_nm} nm is outside 1.1-{MAX_PADDING_NM:g} nm: below the 1.1 nm "
                              "cut-off a protein sees its periodic image, above it the water box alone holds millions "
@@ -132,7 +124,7 @@ def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool 
     out = run_dir(s.out)
     given = set(given) if given is not None else {k for k, v in asdict(s).items() if v is not None}
     for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, given=given, files=_FILES,
-                                   needed=("forcefield_dir",), defaults={"go": False}, options=OPTIONS).items():
+                                   needed=("forcefield_dir",), defaults={"go": False}, options=FLAGS).items():
         setattr(s, key, value)
     s.forcefield_dir = os.path.abspath(s.forcefield_dir) if s.forcefield_dir else s.forcefield_dir
     require_new_run_inputs(resume, [("the PDB file", s.pdb), ("--forcefield-dir", s.forcefield_dir),

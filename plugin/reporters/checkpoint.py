@@ -2,25 +2,21 @@
 of each output belongs to the checkpointed state."""
 from __future__ import annotations
 
-import json
-import struct
 from typing import Callable, Optional
 
 import openmm.unit as u
 
-from ...atomic import atomic_write
 from ._common import steps_to_next
-
-CHECKPOINT_MAGIC = b"FSCHNCK1"
+from .files import write_checkpoint
 
 
 class CheckpointReporter:
     """Atomic checkpoints every ``interval`` steps.
 
-    One file: ``CHECKPOINT_MAGIC``, an 8-byte length, a JSON header (``{"step", "time_ps", ...extra()}``)
-    and OpenMM's checkpoint (``Context.createCheckpoint``; reloads on the same platform and OpenMM version).
-    It is written to a temporary file (``path + ".tmp"``), fsynced, renamed into place and the directory
-    fsynced (:func:`flashschnet.atomic.atomic_write`), so a run killed at any moment (or a system crash) leaves
+    One file (:func:`~.files.write_checkpoint`): ``CHECKPOINT_MAGIC``, an 8-byte length, a JSON header (``{"step",
+    "time_ps", ...extra()}``) and OpenMM's checkpoint (``Context.createCheckpoint``; reloads on the same platform and
+    OpenMM version). It is written to a temporary file (``path + ".tmp"``), fsynced, renamed into place and the
+    directory fsynced (:func:`flashschnet.atomic.atomic_write`), so a run killed at any moment (or a system crash) leaves
     either the previous complete checkpoint or the new one; a leftover temporary file is never read and is
     overwritten by the next save. A save that cannot be written (a full disk, an I/O error) removes its temporary
     file, keeps the previous checkpoint and raises :class:`~flashschnet.errors.OutputError` naming the file. ``extra()``
@@ -47,18 +43,5 @@ class CheckpointReporter:
         meta = {"step": int(simulation.currentStep),
                 "time_ps": simulation.context.getTime().value_in_unit(u.picosecond)}
         meta.update(self.extra())
-        header = json.dumps(meta).encode()
-        with atomic_write(self.path, "wb", what="writing the checkpoint") as f:
-            f.write(CHECKPOINT_MAGIC + struct.pack("<Q", len(header)) + header)
-            f.write(simulation.context.createCheckpoint())
+        write_checkpoint(self.path, meta, simulation.context.createCheckpoint())
         self.last_step = meta["step"]
-
-
-def read_checkpoint(path: str):
-    """Return ``(meta dict, openmm checkpoint bytes)`` of a file written by :class:`CheckpointReporter`."""
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:8] != CHECKPOINT_MAGIC or len(data) < 16:
-        raise ValueError(f"{path}: not a flashschnet checkpoint")
-    (n,) = struct.unpack("<Q", data[8:16])
-    return json.loads(data[16:16 + n].decode()), data[16 + n:]

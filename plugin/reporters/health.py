@@ -8,7 +8,8 @@ import numpy as np
 import openmm.unit as u
 
 from ...errors import SimulationInstabilityError
-from ._common import KJ_MOL, KJ_MOL_NM, steps_to_next
+from ..units import KJ_MOL, KJ_MOL_NM
+from ._common import steps_to_next
 
 
 class HealthReporter:

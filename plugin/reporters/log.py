@@ -1,17 +1,25 @@
-"""The CSV log of a packed-replica run (per-replica energy, temperature, speed) and cutting it back to a
-checkpoint."""
+"""The CSV log of a packed-replica run (per-replica energy, temperature, speed): :class:`ReplicaLog` writes it,
+for plain runs through the OpenMM reporter :class:`ReplicaCSVReporter`, for ensembles from the ensemble driver
+(:mod:`flashschnet.openmm.ensemble.driver`)."""
 from __future__ import annotations
 
-import csv
-import os
 import time
-from typing import Callable, List, Optional
+from typing import Callable, Iterable, List, Optional, Sequence
 
 import numpy as np
 import openmm.unit as u
 
-from ...atomic import AppendedFile, atomic_write
-from ._common import BOLTZMANN_KJ_MOL_K, KJ_MOL, steps_to_next
+from ..units import BOLTZMANN_KJ_MOL_K, KJ_MOL
+from ._common import steps_to_next
+from .files import CSVFile
+
+#: the log's columns (an ensemble's log adds ``thermostat_K``)
+LOG_COLUMNS = ["step", "time_ps", "replica", "potential_energy_kJ_mol", "temperature_K", "ns_per_day"]
+
+
+def ns_per_day(steps: int, dt_ps: float, wall_s: float) -> float:
+    """Simulated nanoseconds per wall-clock day (NaN for an empty or instant run)."""
+    return steps * dt_ps * 1e-3 / (wall_s / 86400.0) if wall_s > 0 and steps > 0 else float("nan")
 
 
 def replica_temperatures(state, masses_amu: np.ndarray, replicas: int, dof: Optional[int] = None) -> np.ndarray:
@@ -24,8 +32,66 @@ def replica_temperatures(state, masses_amu: np.ndarray, replicas: int, dof: Opti
     return 2.0 * ke / (n * BOLTZMANN_KJ_MOL_K)
 
 
+class ReplicaLog:
+    """The CSV log of a packed-replica run: per report, one row per active replica.
+
+    Columns: :data:`LOG_COLUMNS` -- ``step, time_ps, replica, potential_energy_kJ_mol, temperature_K`` (kinetic),
+    ``ns_per_day`` (per replica, since the previous report: :meth:`speed`) -- and, with ``thermostat``,
+    ``thermostat_K`` (an ensemble walker's ladder temperature during the segment that ends at this step). Numbers
+    are written with 6 significant digits (time, temperature, speed) or 10 (energy, thermostat).
+
+    Parameters
+    ----------
+    path : str
+    dt_ps : float
+        Time step, ps (for the speed).
+    append : bool
+        Append to an existing log (cut back to its checkpoint first); a new log starts with the header.
+    thermostat : bool
+        Add the ``thermostat_K`` column.
+    """
+
+    def __init__(self, path: str, dt_ps: float, append: bool = False, thermostat: bool = False):
+        self.path, self.dt_ps, self.thermostat = path, float(dt_ps), bool(thermostat)
+        self.columns = LOG_COLUMNS + (["thermostat_K"] if thermostat else [])
+        self.file = CSVFile(path, self.columns, append, "writing the log", "opening the log")
+        self._last = None       # (wall time, step)
+
+    def start_clock(self, step: int) -> None:
+        """Start the speed clock at ``step`` (the start of the step loop)."""
+        self._last = (time.perf_counter(), step)
+
+    def speed(self, step: int) -> float:
+        """ns/day per replica from the clock to now at ``step`` (NaN before the clock started or when no step was
+        made); the clock restarts here."""
+        now = time.perf_counter()
+        speed = float("nan")
+        if self._last is not None and step > self._last[1]:
+            speed = ns_per_day(step - self._last[1], self.dt_ps, now - self._last[0])
+        self._last = (now, step)
+        return speed
+
+    def write(self, step: int, time_ps: float, speed: float, energies: Sequence[float], temperatures: Sequence[float],
+              replicas: Iterable[int], thermostat: Optional[Sequence[float]] = None) -> List[list]:
+        """Append the rows of ``replicas`` (indices into ``energies``, kJ/mol, ``temperatures``, K, and, with the
+        column, ``thermostat``, K) and return them. A failed write is one
+        :class:`~flashschnet.errors.OutputError` naming the log (a resume cuts it back to its checkpoint)."""
+        rows = [[step, f"{time_ps:.6g}", r, f"{energies[r]:.10g}", f"{temperatures[r]:.6g}", f"{speed:.6g}"]
+                + ([f"{thermostat[r]:.10g}"] if self.thermostat else []) for r in replicas]
+        self.file.rows(rows)
+        return rows
+
+    def sync(self) -> int:
+        """Flush and fsync (before a checkpoint); return the size in bytes."""
+        return self.file.sync()
+
+    def close(self) -> None:
+        """Close (idempotent); after a failed write (already reported) its unwritten rows are dropped."""
+        self.file.close()
+
+
 class ReplicaCSVReporter:
-    """A CSV log: one row per replica every ``interval`` steps.
+    """A CSV log (:class:`ReplicaLog`) as an OpenMM reporter: one row per replica every ``interval`` steps.
 
     Columns: ``step, time_ps, replica, potential_energy_kJ_mol, temperature_K, ns_per_day`` (speed per
     replica since the previous report; the aggregate is R times it). ``replica_energies(positions_nm)``
@@ -35,7 +101,7 @@ class ReplicaCSVReporter:
     ``r``'s rows (a dropped replica).
     """
 
-    COLUMNS = ["step", "time_ps", "replica", "potential_energy_kJ_mol", "temperature_K", "ns_per_day"]
+    COLUMNS = LOG_COLUMNS
 
     def __init__(self, path: str, interval: int, replicas: int, masses_amu: np.ndarray, dt_ps: float,
                  replica_energies: Optional[Callable[[np.ndarray], np.ndarray]], append: bool = False,
@@ -47,16 +113,7 @@ class ReplicaCSVReporter:
         self.dt_ps = float(dt_ps)
         self.replica_energies = replica_energies
         self.dof = dof
-        self._out = AppendedFile(path, "a" if append else "w", "writing the log", "opening the log", newline="")
-        self._file = self._out.file
-        self._writer = csv.writer(self._file)
-        if not append:
-            try:
-                self._out.io(lambda: (self._writer.writerow(self.COLUMNS), self._file.flush()))
-            except OSError:
-                self.close()              # (quietly: the failure is being reported)
-                raise
-        self._last = None       # (wall time, step)
+        self.log = ReplicaLog(path, dt_ps, append)
         self.last_rows: List[list] = []
         self.active = [True] * self.replicas
 
@@ -65,46 +122,25 @@ class ReplicaCSVReporter:
                 "include": ["positions", "velocities", "energy"]}
 
     def report(self, simulation, state):
-        now, step = time.perf_counter(), simulation.currentStep
-        speed = float("nan")
-        if self._last is not None and step > self._last[1]:
-            speed = (step - self._last[1]) * self.dt_ps * 1e-3 / ((now - self._last[0]) / 86400.0)
-        self._last = (now, step)
+        step = simulation.currentStep
+        speed = self.log.speed(step)
         if self.replica_energies is None:
             energies = [state.getPotentialEnergy().value_in_unit(KJ_MOL)]
         else:
             energies = self.replica_energies(state.getPositions(asNumpy=True).value_in_unit(u.nanometer))
         temps = replica_temperatures(state, self.masses, self.replicas, self.dof)
         t_ps = state.getTime().value_in_unit(u.picosecond)
-        self.last_rows = [[step, f"{t_ps:.6g}", r, f"{energies[r]:.10g}", f"{temps[r]:.6g}", f"{speed:.6g}"]
-                          for r in range(self.replicas) if self.active[r]]
-        # an OSError is one error naming the log (a resume cuts the log back to its checkpoint: no partial row kept)
-        self._out.io(lambda: (self._writer.writerows(self.last_rows), self._file.flush()))
+        self.last_rows = self.log.write(step, t_ps, speed, energies, temps,
+                                        [r for r in range(self.replicas) if self.active[r]])
 
     def start_clock(self, step: int):
-        self._last = (time.perf_counter(), step)
+        """Start the speed clock at ``step`` (:meth:`ReplicaLog.start_clock`)."""
+        self.log.start_clock(step)
 
     def sync(self) -> None:
         """Flush and fsync the log (before a checkpoint)."""
-        self._out.sync()
+        self.log.sync()
 
     def close(self):
         """Close the log (idempotent); after a failed write (already reported) its unwritten rows are dropped."""
-        self._out.close()
-
-
-def truncate_csv(path: str, last_step: int) -> None:
-    """Keep the header and the leading rows with ``step <= last_step`` (atomic rewrite).
-
-    The log is written in step order, so the rows to keep are a prefix; it ends at the first row past
-    ``last_step`` or the first incomplete row (a run killed mid-write can leave a partial last row, whose step
-    may be cut short, e.g. ``3`` of ``30``)."""
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    keep = rows[:1]
-    for r in rows[1:]:
-        if len(r) != len(rows[0]) or not r[0].isdigit() or int(r[0]) > last_step:
-            break
-        keep.append(r)
-    with atomic_write(path, "w", what="cutting back (to the checkpoint) the log", newline="") as f:
-        csv.writer(f).writerows(keep)
+        self.log.close()

@@ -1,6 +1,9 @@
-"""What every run in this package shares, whichever engine supplies the forces (the CG network or MARTINI).
+"""What every run in this package shares, whichever force field supplies the forces (the CG network or MARTINI).
 
-* :mod:`.directory` -- ``--out`` checks, ``run.json`` and its resume rules, the common settings' limits;
+* :mod:`.settings` -- the settings every run shares (:class:`DynamicsSettings`, its checks) and the command-line
+  spelling of every run setting (:data:`FLAGS`, :func:`flag`);
+* :mod:`.directory` -- ``--out`` checks, ``run.json`` and its resume rules, the default report and checkpoint
+  intervals;
 * :mod:`.resume` -- input files recorded by content, and the settings a resumed run takes from ``run.json``;
 * :mod:`.loop` -- the step loop (health checks, checkpoints, progress bar, OpenMM's refusals), freezing replicas;
 * :mod:`.job` -- the run scaffold: an engine's System (:class:`MDJob`) in, integrator, Simulation, new start or
@@ -9,13 +12,15 @@
 Both :func:`flashschnet.openmm.simulate.run` and :func:`flashschnet.openmm.martini.run.run_martini` read top to
 bottom as: settings -> :func:`open_run_dir` -> build the System -> :class:`MDJob` -> :func:`run_job`.
 """
-from .directory import (MAX_DCD_STEP, check_run_settings, default_checkpoint_interval, default_report_interval,
+from .directory import (MAX_DCD_STEP, default_checkpoint_interval, default_report_interval,
                         few_frames_warning, make_run_dir, nothing_to_do, open_run_dir, read_run_json,
                         require_new_run_inputs, resumed_step, run_dir, write_dropped, write_run_json)
 from .job import MDJob, RunResult, resume_already_done, run_job
-from .loop import checkpoint_hint, freeze_replicas, integrate, ns_per_day
+from .loop import checkpoint_hint, freeze_replicas, integrate
+from .settings import FLAGS, DynamicsSettings, flag
 
-__all__ = ["MAX_DCD_STEP", "MDJob", "RunResult", "check_run_settings", "checkpoint_hint", "default_checkpoint_interval",
-           "default_report_interval", "few_frames_warning", "freeze_replicas", "integrate", "make_run_dir",
-           "nothing_to_do", "ns_per_day", "open_run_dir", "read_run_json", "require_new_run_inputs",
-           "resume_already_done", "resumed_step", "run_dir", "run_job", "write_dropped", "write_run_json"]
+__all__ = ["FLAGS", "MAX_DCD_STEP", "DynamicsSettings", "MDJob", "RunResult", "checkpoint_hint",
+           "default_checkpoint_interval", "default_report_interval", "few_frames_warning", "flag", "freeze_replicas",
+           "integrate", "make_run_dir", "nothing_to_do", "open_run_dir", "read_run_json",
+           "require_new_run_inputs", "resume_already_done", "resumed_step", "run_dir", "run_job", "write_dropped",
+           "write_run_json"]

@@ -1,5 +1,5 @@
-"""The run directory and the settings every run shares: ``--out`` checks, ``run.json`` and the resume rules,
-the limits of the common run options."""
+"""The run directory: ``--out`` checks, ``run.json`` and the resume rules, the default report and checkpoint
+intervals (the checks of the settings every run shares: :class:`~.settings.DynamicsSettings`)."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,6 @@ import os
 from typing import Dict, Iterable, List, Optional, Sequence
 
 from ...errors import InputError
-from ..platforms import loaded_platforms, missing_platform
 from .resume import resume_settings
 
 
@@ -91,7 +90,7 @@ def read_run_json(out: str) -> Dict[str, object]:
 
 def resumed_step(out: str) -> int:
     """The step of the checkpoint in ``out`` (where a resumed run starts)."""
-    from ..reporters.checkpoint import read_checkpoint
+    from ..reporters.files import read_checkpoint
 
     path = os.path.join(out, "checkpoint.chk")
     try:
@@ -171,40 +170,6 @@ def few_frames_warning(steps: int, report_interval: int) -> Optional[str]:
     return (f"--steps {steps} with --report-interval {report_interval} writes only the starting frame (step 0) and "
             f"its log row; leave --report-interval out (here {auto}: {int(steps) // auto + 1} frames) or pass "
             f"--steps of at least {report_interval}")
-
-
-def check_run_settings(s, max_dt_fs: float, dt_hint: str = "") -> None:
-    """The checks every run's settings share (``steps``, ``dt_fs``, ``temperature_K``, ``friction_per_ps``,
-    ``report_interval`` -- None: :func:`default_report_interval` --, ``checkpoint_interval`` -- None:
-    :func:`default_checkpoint_interval` --, ``platform``, and, where the settings have them, ``seed``, ``threads``
-    and ``max_force``; see :mod:`flashschnet.limits`); raises :class:`InputError` naming the command-line option.
-    The defaults are written into ``s``."""
-    from ...limits import check_finite, check_seed, check_threads
-
-    if s.steps < 0:
-        raise InputError(f"--steps must be >= 0, got {s.steps}")
-    if not (0.0 < s.dt_fs <= max_dt_fs):
-        raise InputError(f"--dt {s.dt_fs} fs is outside (0, {max_dt_fs:g}]{dt_hint}")
-    if s.temperature_K is not None or not getattr(s, "temperatures", None):     # tempering: the ladder's, checked there
-        check_finite(s.temperature_K, "--temperature", "K", positive=True)
-    check_finite(s.friction_per_ps, "--friction", "1/ps", nonnegative=True)
-    if s.report_interval is None:       # "auto": about DEFAULT_FRAMES frames
-        s.report_interval = default_report_interval(s.steps, s.checkpoint_interval)
-    if not 1 <= s.report_interval <= MAX_DCD_STEP:
-        raise InputError(f"--report-interval must be between 1 and {MAX_DCD_STEP} (DCD files hold step numbers as "
-                         f"C ints), got {s.report_interval}")
-    check_seed(getattr(s, "seed", None))
-    check_threads(getattr(s, "threads", None))
-    max_force = getattr(s, "max_force", 1.0)
-    if not max_force > 0.0:
-        raise InputError(f"--max-force must be positive (kJ/mol/nm; inf: no limit), got {max_force}")
-    if s.checkpoint_interval is None:
-        s.checkpoint_interval = default_checkpoint_interval(s.report_interval)
-    if s.checkpoint_interval < 1 or s.checkpoint_interval % s.report_interval:
-        raise InputError(f"--checkpoint-interval {s.checkpoint_interval} must be a positive multiple of "
-                         f"--report-interval {s.report_interval}")
-    if s.platform not in loaded_platforms():
-        raise InputError(missing_platform(s.platform))
 
 
 def run_dir(out: str) -> str:

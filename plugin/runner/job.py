@@ -1,4 +1,4 @@
-"""The run scaffold both engines use: an OpenMM System in, a run directory out.
+"""The run scaffold both force fields use: an OpenMM System in, a run directory out.
 
 :func:`flashschnet.openmm.simulate.run` (the CG network) and :func:`flashschnet.openmm.martini.run.run_martini`
 (MARTINI 3) each build their System and describe it as an :class:`MDJob`; :func:`run_job` does the rest, the
@@ -28,11 +28,10 @@ import openmm.app as app
 import openmm.unit as u
 
 from ...errors import SimulationInstabilityError
-from ..dcd import truncate_dcd
-from ..reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter, read_checkpoint,
-                         truncate_csv)
+from ..reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter, cut_trajectories,
+                         ns_per_day, read_checkpoint, truncate_csv)
 from .directory import few_frames_warning, make_run_dir, resumed_step, write_dropped, write_run_json
-from .loop import checkpoint_hint, freeze_replicas, integrate, ns_per_day
+from .loop import checkpoint_hint, freeze_replicas, integrate
 
 
 @dataclass
@@ -157,10 +156,7 @@ def run_job(job: MDJob, resume: bool = False, progress: bool = True,
     if resume:
         simulation.context.loadCheckpoint(blob)
         simulation.currentStep = int(meta["step"])
-        frames = meta["dcd_frames"]
-        frames = frames if isinstance(frames, list) else [frames] * R      # older checkpoints: one count
-        for path, nbytes, nframes in zip(job.trajectories, meta["dcd_bytes"], frames):
-            truncate_dcd(path, nbytes, nframes)
+        cut_trajectories(job.trajectories, meta)
         truncate_csv(log_path, meta["step"])
         write_dropped(dropped_path, dropped)     # a drop after the checkpoint happens again (or not) now
         if os.path.exists(ckpt_path + ".tmp"):   # a save the last run did not finish

@@ -54,6 +54,50 @@ def _steps_to_report(reporter, simulation) -> int:
     return int(report["steps"] if isinstance(report, dict) else report[0])     # dict, or OpenMM's old tuple
 
 
+def _refused(simulation, exc: Exception, health, hint: Optional[Callable[[], str]]) -> None:
+    """OpenMM refused to go on (``exc``): return when ``health.rescue`` dropped the replicas at fault (the run goes
+    on); raise :class:`SimulationInstabilityError` naming the step (and ``hint()``) otherwise."""
+    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    rescue = getattr(health, "rescue", None)
+    if rescue is not None and rescue(simulation, message):
+        return
+    raise SimulationInstabilityError(f"step {simulation.currentStep}: OpenMM stopped: {message}"
+                                     + (f"; {hint()}" if hint is not None else "")) from None
+
+
+def full_state(simulation, health, hint: Optional[Callable[[], str]] = None):
+    """The state (energy, forces, positions, velocities) the reporters and checks read; when OpenMM refuses it,
+    as :func:`step_with_rescue`."""
+    while True:
+        try:
+            return simulation.context.getState(getEnergy=True, getForces=True, getPositions=True, getVelocities=True)
+        except openmm.OpenMMException as exc:
+            _refused(simulation, exc, health, hint)
+
+
+def step_with_rescue(simulation, n: int, health, hint: Optional[Callable[[], str]] = None) -> None:
+    """``simulation.step(n)`` -- one chunk of the step loop of plain runs (:func:`integrate`) and of an ensemble's
+    walker blocks (:meth:`flashschnet.openmm.ensemble.block.WalkerBlock.advance`).
+
+    When OpenMM refuses to go on (an ``OpenMMException``, e.g. "Particle coordinate is NaN" from the CPU platform,
+    which checks every force evaluation), ``health.rescue`` may drop the replicas at fault (policy ``"drop"``); then
+    the run goes on, and the reports due at the end of the ``n`` steps that the failure skipped are made (a failure
+    in the state fetched for the reports themselves). Otherwise the exception becomes
+    :class:`SimulationInstabilityError` naming the step and ``hint()`` (where the last good checkpoint is), when
+    given.
+    """
+    before = simulation.currentStep
+    due = [r for r in simulation.reporters if _steps_to_report(r, simulation) == n]
+    try:
+        simulation.step(n)
+    except openmm.OpenMMException as exc:
+        _refused(simulation, exc, health, hint)
+        if simulation.currentStep == before + n:   # the steps were done, their reports were not
+            state = full_state(simulation, health, hint)
+            for reporter in due:
+                reporter.report(simulation, state)
+
+
 def integrate(simulation, steps: int, report_interval: int, health, checkpoint, hint: Callable[[], str],
               outputs: Sequence = (), clock=None, check_first: bool = True, progress: bool = True,
               desc: str = "", start_reports: Sequence = ()) -> Tuple[int, float]:
@@ -61,35 +105,15 @@ def integrate(simulation, steps: int, report_interval: int, health, checkpoint, 
 
     ``health`` (a :class:`~flashschnet.openmm.reporters.HealthReporter`) checks the state first (unless
     ``check_first`` is False, e.g. on resume) and again with a final checkpoint when the run ends off the
-    checkpoint schedule. When OpenMM refuses to go on (an ``OpenMMException``, e.g. "Particle coordinate is
-    NaN" from the CPU platform, which checks every force evaluation), ``health.rescue`` may drop the replicas
-    at fault (policy ``"drop"``); then the run goes on, and the reports the failure skipped are made (a failure
-    in the state fetched for the reports themselves). Otherwise the exception becomes
-    :class:`SimulationInstabilityError` naming the step and ``hint()`` (where the last good checkpoint is).
+    checkpoint schedule. Each chunk is :func:`step_with_rescue` (what happens when OpenMM refuses to go on;
+    ``hint()`` says where the last good checkpoint is).
     ``outputs`` (objects with ``close()``) are closed at the end, whatever happens; ``clock`` (an object with
     ``start_clock(step)``, the CSV log) starts the speed clock. ``start_reports`` (reporters; with
     ``check_first``) record the starting state once it passed the check, before its checkpoint: a new run's
     step-0 frame and log row.
     """
-    def failed(exc: Exception) -> bool:
-        """True when health dropped the replicas that made OpenMM fail (go on); raises otherwise."""
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        rescue = getattr(health, "rescue", None)
-        if rescue is not None and rescue(simulation, message):
-            return True
-        raise SimulationInstabilityError(
-            f"step {simulation.currentStep}: OpenMM stopped: {message}; {hint()}") from None
-
-    def full_state():
-        while True:
-            try:
-                return simulation.context.getState(getEnergy=True, getForces=True, getPositions=True,
-                                                   getVelocities=True)
-            except openmm.OpenMMException as exc:
-                failed(exc)
-
     def check_and_checkpoint(reporters: Sequence = ()) -> None:   # off the schedule: the start, a ragged end
-        state = full_state()
+        state = full_state(simulation, health, hint)
         health.report(simulation, state)
         for reporter in reporters:
             reporter.report(simulation, state)
@@ -109,16 +133,8 @@ def integrate(simulation, steps: int, report_interval: int, health, checkpoint, 
             check_and_checkpoint(start_reports)
         while simulation.currentStep < steps:
             before = simulation.currentStep
-            n = min(report_interval - before % report_interval, steps - before)
-            due = [r for r in simulation.reporters if _steps_to_report(r, simulation) == n]
-            try:
-                simulation.step(n)
-            except openmm.OpenMMException as exc:
-                failed(exc)
-                if simulation.currentStep == before + n:   # the steps were done, their reports were not
-                    state = full_state()
-                    for reporter in due:
-                        reporter.report(simulation, state)
+            step_with_rescue(simulation, min(report_interval - before % report_interval, steps - before), health,
+                             hint)
             if bar is not None:
                 bar.update(simulation.currentStep - before)
         if checkpoint.last_step != simulation.currentStep:   # the last step was not a checkpoint step
@@ -129,8 +145,3 @@ def integrate(simulation, steps: int, report_interval: int, health, checkpoint, 
         for o in outputs:
             o.close()
     return simulation.currentStep - start, time.perf_counter() - t0
-
-
-def ns_per_day(steps: int, dt_ps: float, wall_s: float) -> float:
-    """Simulated nanoseconds per wall-clock day (NaN for an empty or instant run)."""
-    return steps * dt_ps * 1e-3 / (wall_s / 86400.0) if wall_s > 0 and steps > 0 else float("nan")

@@ -254,7 +254,7 @@ BENCHMARK = Command(
 
 
 QUANT = Command(
-    module="tools.quantization_report", prog="tools/quantization_report.py",
+    module="flashschnet.openmm.quantization.report", prog="tools/quantization_report.py",   # the tool's main
     base=[("--pdb", "@pdb"), ("--model", "@model"), ("--out", "@fresh"), ("--threads", "1"), ("--quick", None),
           ("--quiet", None)],
     opts=[

@@ -1,5 +1,5 @@
-"""Plain-PyTorch references of the fused CFConv kernels (same signatures as the custom ops of
-:mod:`flashschnet.fused.triton_ops`), the oracle of the kernel tests.
+"""Plain-PyTorch references of the fused CFConv kernels (same signatures as the test-only custom ops of
+:mod:`helpers.standalone_ops`), the oracle of the kernel tests.
 
 Dense and simple: all ordered bead pairs of each replica with ``d < rc_graph`` are built from the positions
 (so the kernels' tile culling is checked too), the basis and the filter are materialised per pair, and
@@ -10,7 +10,7 @@ independent check of the hand-derived backward kernel.
 "ieee" exact in the compute dtype; "bf16"/"fp16" operands rounded to the 16-bit type and products accumulated
 in float32; "tf32" operands rounded to tf32's 10-bit mantissa. :func:`tile_flags_ref` is the reference of the
 tile-flag kernel. :func:`cfconv_table_fwd_ref` / :func:`cfconv_table_bwd_ref` are those of the tabulated-filter
-ops (:mod:`flashschnet.fused.triton_table_ops`), on :func:`flashschnet.nn.table.table_lookup`.
+ops (:mod:`helpers.standalone_ops`), on :func:`flashschnet.nn.table.table_lookup`.
 """
 from __future__ import annotations
 

@@ -38,7 +38,6 @@ from hypothesis import HealthCheck
 from hypothesis import strategies as st
 
 from helpers.fuzz import fuzz_settings
-from helpers.tools import tool
 
 
 def cli_settings(n: int):
@@ -161,7 +160,7 @@ class Command:
     """A command under test: a valid argv (``base``), its fuzzed options, what its complete output is, the stubs
     that keep its heavy part short."""
 
-    module: str                            # flashschnet.scripts.<module>, or tools.<name> (tools/<name>.py)
+    module: str                            # flashschnet.scripts.<module>, or a module's full name
     prog: str
     base: List[Tuple[str, Optional[str]]]  # the valid argv: (name, value); positionals "<x>", flags value None
     opts: List[Opt]
@@ -177,8 +176,8 @@ class Command:
 # ------------------------------------------------------------------------------------------------ runner
 def invoke(cmd: Command, argv: List[str]) -> Tuple[object, str]:
     """main(argv) in-process: (exit status or "accepted", stderr)."""
-    main = (tool(cmd.module[len("tools."):]) if cmd.module.startswith("tools.")        # tools/<name>.py
-            else importlib.import_module(f"flashschnet.scripts.{cmd.module}")).main
+    main = importlib.import_module(cmd.module if cmd.module.startswith("flashschnet.")
+                                   else f"flashschnet.scripts.{cmd.module}").main
     err, out = io.StringIO(), io.StringIO()
     threads = torch.get_num_threads()
     try:

@@ -22,7 +22,6 @@ import pytest
 
 from conftest import DATA, EXAMPLES, SHARED
 from helpers.fuzz_cli import accept
-from helpers.tools import tool
 
 PDB = EXAMPLES / "1L2Y_trpcage.pdb"
 MODEL = EXAMPLES / "trpcage_placeholder.pt"
@@ -116,7 +115,7 @@ def make_workspace(root: Path) -> Workspace:
 
 # ------------------------------------------------------------------------------------------------ stubs
 def capped_integrate(mp):
-    """The step loop of both engines' run scaffold stops after 2 steps (at least one report interval, so a frame
+    """The step loop of both force fields' run scaffold stops after 2 steps (at least one report interval, so a frame
     is written)."""
     from flashschnet.openmm.runner import job, loop
 
@@ -170,7 +169,7 @@ def benchmark_stubs(mp, ws):
 
 
 def quant_stubs(mp, ws):
-    qa = tool("quant_accuracy")
+    import flashschnet.openmm.quantization.accuracy as qa
 
     mp.setattr(qa, "frame_errors", lambda *a, **k: [])
     mp.setattr(qa, "langevin_check", accept)

@@ -1,5 +1,5 @@
 """A probe of the kernels' radial basis: a tiny Triton kernel that evaluates
-:func:`flashschnet.kernels.cfconv._basis` (the function every CFConv kernel calls) on given bead pairs, so the
+:func:`flashschnet.kernels.filter_mlp._basis` (the function every exact CFConv kernel calls) on given bead pairs, so the
 tests can compare the basis alone with the model's basis modules and :func:`cfconv_reference.flash_rbf_ref`.
 Test code only: the package ships no per-pair basis op.
 """
@@ -7,8 +7,10 @@ import torch
 import triton
 import triton.language as tl
 
-from flashschnet.fused import triton_ops
-from flashschnet.kernels.cfconv import _basis
+from flashschnet.fused import workspace
+from flashschnet.fused.launches import check_device, compute_dtype
+from flashschnet.fused.plans import plan_basis
+from flashschnet.kernels.filter_mlp import _basis
 
 
 @triton.jit
@@ -40,15 +42,15 @@ def flash_rbf(pos, src, dst, offsets, coeffs, rc_rbf: float, basis: str = "gauss
               rbf_env: bool = True, basis_lower: float = 0.0):
     """Distances ``d = |pos[dst] - pos[src]|`` [P] and basis ``e`` [P, K] (envelope included) of bead pairs
     through the kernels' ``_basis``; pos [M, 3] (or [..., 3]), src/dst [P]; in the dtype of pos."""
-    dtype = triton_ops._dtype(pos)
-    triton_ops._check_device(pos)
+    dtype = compute_dtype(pos)
+    check_device(pos)
     p = pos.reshape(-1, 3).contiguous()
     P = int(src.shape[0])
-    bp = triton_ops.plan_basis(offsets, coeffs, basis, alpha, basis_lower, 0.0, rc_rbf, 0.0, rbf_env, False, dtype,
-                               pos.device)
+    bp = plan_basis(offsets, coeffs, basis, alpha, basis_lower, 0.0, rc_rbf, 0.0, rbf_env, False, dtype,
+                    pos.device)
     mu, cf, K, KP, BASIS, scal = bp.mu, bp.cf, bp.K, bp.KP, bp.basis, bp.scal
-    d = triton_ops._empty((P,), p)
-    e = triton_ops._empty((P, K), p)
+    d = workspace._empty((P,), p)
+    e = workspace._empty((P, K), p)
     if P:
         BLOCK_E = 32
         _rbf_probe_kernel[((P + BLOCK_E - 1) // BLOCK_E,)](

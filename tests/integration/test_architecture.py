@@ -124,7 +124,7 @@ def test_the_cycle_finder_finds_cycles():
 def test_the_graph_sees_late_and_relative_imports(tmp_path):
     # the scan reads imports inside functions and resolves relative ones: a known late import is an edge
     graph = import_graph()
-    assert "flashschnet.fused.triton_engine" in graph["flashschnet.fused.op"]      # imported inside a function
+    assert "flashschnet.fused.triton_engine" in graph["flashschnet.fused.engine"]  # imported inside a function
     assert "flashschnet.errors" in graph["flashschnet.backends"]                    # from .errors import ...
 
 
@@ -147,3 +147,59 @@ def test_model_never_imports_openmm():
 def test_names_module_imports_nothing_heavy():
     tree = ast.parse((ROOT / "model" / "names.py").read_text())
     assert not _imports(tree), "flashschnet.names must stay plain data (the CLIs build their parsers from it)"
+
+
+#: a module's size limit (lines): over it, a file usually does two jobs (issue 28)
+MAX_MODULE_LINES = 450
+
+
+def test_no_module_is_over_the_size_limit():
+    too_long = [f"{path.relative_to(ROOT)}: {n} lines" for path in _module_names().values()
+                for n in [len(path.read_text().splitlines())] if n > MAX_MODULE_LINES]
+    assert not too_long, f"modules over {MAX_MODULE_LINES} lines (split them by job): " + "; ".join(too_long)
+
+
+def tools_imports_by_path(source: str) -> List[str]:
+    """What in a test file's ``source`` imports a ``tools/`` script by its path: ``sys.path`` made to hold a tools
+    folder, ``spec_from_file_location`` / ``SourceFileLoader`` / ``runpy.run_path`` on one (named in the call or
+    by a variable assigned a tools path, ``SCRIPT = ROOT / "tools" / "x.py"``), or ``helpers.tools.tool(...)``.
+    Running a tool as a program (``subprocess``) is fine: that is how users run it."""
+    found = []
+    tree = ast.parse(source)
+    tool_paths = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and "tools" in ast.unparse(node.value)
+                  for t in node.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            text = ast.unparse(node)
+            named = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & tool_paths
+            if name in ("spec_from_file_location", "SourceFileLoader", "run_path") and ("tools" in text or named):
+                found.append(f"line {node.lineno}: {text[:80]}")
+            elif name in ("insert", "append") and "sys.path" in ast.unparse(f) and "tools" in text.lower():
+                found.append(f"line {node.lineno}: {text[:80]}")
+            elif name == "tool" and isinstance(f, ast.Name):
+                found.append(f"line {node.lineno}: {text[:80]}")
+        elif isinstance(node, ast.ImportFrom) and node.module in ("helpers.tools",):
+            found.append(f"line {node.lineno}: from {node.module} import ...")
+    return found
+
+
+def test_tests_do_not_import_tools_by_path():
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if path.name == "test_architecture.py":
+            continue
+        offenders += [f"{path.relative_to(ROOT)} {hit}" for hit in tools_imports_by_path(path.read_text())]
+    assert not offenders, ("tests import tools/ scripts by path (move what they need into the package or "
+                           "tests/helpers, or run the tool as a program): " + "; ".join(offenders))
+
+
+def test_the_tools_import_finder_finds_them():
+    assert tools_imports_by_path("import importlib.util\nspec = importlib.util.spec_from_file_location("
+                                 "'m', ROOT / 'tools' / 'x.py')\n")
+    assert tools_imports_by_path("import sys\nsys.path.insert(0, str(ROOT / 'tools'))\n")
+    assert tools_imports_by_path("from helpers.tools import tool\nm = tool('x')\n")
+    assert tools_imports_by_path("SCRIPT = ROOT / 'tools' / 'x.py'\n"
+                                 "spec = importlib.util.spec_from_file_location('x', SCRIPT)\n")
+    assert not tools_imports_by_path("import subprocess\nsubprocess.run(['python', 'tools/x.py'])\n")

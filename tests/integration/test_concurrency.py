@@ -17,7 +17,7 @@ runs LangevinMiddleIntegrator with a seed.
 
 The bug this found: the fused backends' custom op keeps its pair list in an engine cached per weight storage;
 Contexts sharing one model object (PythonForce) shared the engine, and concurrent calls overwrote each other's
-pair list (forces off by up to ~600 kJ/mol/nm). Fixed in :mod:`flashschnet.fused.op` with a lock per engine.
+pair list (forces off by up to ~600 kJ/mol/nm). Fixed in :mod:`flashschnet.fused.op` with a lock per force field.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ a replica that blows up stops the run or is dropped (--on-blowup) without touchi
 flat over many reports.
 
 Most tests use a *tiny* random-weight model (16 channels, one interaction block; priors fitted to trp-cage;
-built by ``tools/memory_long_run.py``), about 40 times faster per step than the placeholder model, so the
+built by :func:`flashschnet.tiny.tiny_model`), about 40 times faster per step than the placeholder model, so the
 kill schedule and the memory check can afford hundreds of reports.
 
 The units these runs rest on have their own tests: the DCD writer's order and truncate_dcd
@@ -15,7 +15,6 @@ check's drop policy (test_health_reporter.py), the fused path's independence of 
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import os
 import random
@@ -37,6 +36,7 @@ from flashschnet.errors import InputError
 from flashschnet.openmm.dcd import read_dcd
 from flashschnet.openmm.reporters import CHECKPOINT_MAGIC, read_checkpoint
 from flashschnet.scripts.simulate import main
+from flashschnet.tiny import tiny_model
 from helpers.dcd import dcd_parts
 
 PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
@@ -46,17 +46,10 @@ TOOL = ROOT / "tools" / "memory_long_run.py"
 N_BEADS = 97
 
 
-def _tool():
-    spec = importlib.util.spec_from_file_location("memory_long_run", TOOL)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """Path of the tiny test model (trp-cage priors)."""
-    return _tool().tiny_model(PDB, str(tmp_path_factory.mktemp("tiny") / "tiny.pt"))
+    return tiny_model(PDB, str(tmp_path_factory.mktemp("tiny") / "tiny.pt"))
 
 
 def _args(out, model, steps, *extra, replicas=2, platform="CPU", report=10):

@@ -5,9 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import EXAMPLES
-from helpers.tools import tool
-
-langevin_check = tool("quant_accuracy").langevin_check   # tools/quant_accuracy.py
+from flashschnet.openmm.quantization.accuracy import langevin_check
 
 
 @pytest.mark.slow

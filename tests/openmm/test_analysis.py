@@ -1,4 +1,4 @@
-"""Structure metrics of flashschnet-compare (flashschnet.openmm.analysis) on cases with known answers, and the
+"""Structure metrics of flashschnet-compare (flashschnet.openmm.observables) on cases with known answers, and the
 DCD reader against mdtraj."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import openmm.app as app
 import openmm.unit as u
 import pytest
 
-from flashschnet.openmm.analysis import (fraction_native_contacts, kabsch_align, native_contacts, radius_of_gyration,
+from flashschnet.openmm.observables import (fraction_native_contacts, kabsch_align, native_contacts, radius_of_gyration,
                                          rmsf, ss_pairs, ss_retention, structure_metrics)
 from flashschnet.openmm.dcd import read_dcd
 

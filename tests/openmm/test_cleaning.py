@@ -1,4 +1,4 @@
-"""flashschnet.openmm.cleaning: the one cleaning step both engines read.
+"""flashschnet.openmm.cleaning: the one cleaning step both force fields read.
 
 The structures are real (tests/data/structures); where a quirk is tested in isolation, the real trp-cage file is
 edited in the one place that makes the quirk (an alternate location, a renamed residue, a deleted side chain), so
@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from flashschnet.cg import map_pdb, map_pdb_text
+from flashschnet.cg.pdb import parse_pdb
 from flashschnet.errors import InputError
 from flashschnet.openmm.cleaning import CleanedStructure, clean_pdb
 
@@ -39,13 +40,31 @@ def _atoms(text, resseq=None):
     return out
 
 
+def _same_molecule(a, b):
+    np.testing.assert_array_equal(a.positions, b.positions)
+    np.testing.assert_array_equal(a.bead_types, b.bead_types)
+    np.testing.assert_array_equal(a.bonds, b.bonds)
+    np.testing.assert_array_equal(a.chain_of_residue, b.chain_of_residue)
+    assert a.bead_names == b.bead_names and a.residues == b.residues and a.notes == b.notes
+
+
+def _in_memory_is_the_text(cleaned, mapping="5bead"):
+    """The residues the cleaning step hands to the mapping are exactly what its text reads back as (what a resumed
+    run maps from OUT/cleaned.pdb), and the molecule of each is the same, notes included."""
+    assert cleaned.residues == parse_pdb(cleaned.text, cleaned.source).residues
+    mol = cleaned.molecule(mapping)
+    _same_molecule(mol, map_pdb_text(cleaned.text, source=cleaned.source, mapping=mapping))
+    assert mol.source == cleaned.source
+    return mol
+
+
 @pytest.mark.parametrize("name", ["1L2Y_trpcage", "1VII_villin", "1VII_villin_noH", "1HEL_lysozyme", "4PTI_bpti"])
 def test_a_clean_file_maps_to_the_same_beads(name):
     """Complete structures: cleaning drops hydrogens and waters only, so the CG mapping is unchanged."""
     path = STRUCTURES / f"{name}.pdb"
     before = map_pdb(path)
     cleaned = clean_pdb(str(path))
-    after = map_pdb_text(cleaned.text, source=str(path))
+    after = _in_memory_is_the_text(cleaned)
     assert after.n_beads == before.n_beads
     np.testing.assert_array_equal(after.bead_types, before.bead_types)
     np.testing.assert_array_equal(after.positions, before.positions)
@@ -62,7 +81,9 @@ def test_cleaning_is_deterministic_and_idempotent(tmp_path):
     assert again.text.splitlines()[1:] == a.text.splitlines()[1:]       # line 1 names the input file
     assert again.notes == []
     assert any("removed 185 non-protein residues" in n and "HOH x185" in n for n in a.notes)
-    assert CleanedStructure.from_file(str(tmp_path / "cleaned.pdb")).text == a.text
+    resumed = CleanedStructure.from_file(str(tmp_path / "cleaned.pdb"))     # what a resumed run maps
+    assert resumed.text == a.text and resumed.residues == a.residues and resumed.n_models == 0
+    _same_molecule(resumed.molecule(), a.molecule())
 
 
 def test_alternate_locations_keep_the_highest_occupancy_then_the_first(tmp_path):
@@ -85,8 +106,9 @@ def test_alternate_locations_keep_the_highest_occupancy_then_the_first(tmp_path)
     assert sum(1 for line in cleaned.text.splitlines()
                if line.startswith(("ATOM", "HETATM")) and line[16:17] != " ") == 0
     assert any("2 atoms have alternate locations" in n and "highest occupancy" in n for n in cleaned.notes)
-    # the CG bead of LYS 8 sits on the chosen CB
-    mol = map_pdb_text(cleaned.text, source=str(path))
+    # the CG bead of LYS 8 sits on the chosen CB; the mapping does not repeat cleaning's note
+    mol = _in_memory_is_the_text(cleaned)
+    assert not [n for n in mol.notes if "alternate" in n]
     cb = [i for i, (r, n) in enumerate(zip(mol.bead_residue, mol.bead_names)) if r == 7 and n == "CB"]
     assert mol.positions[cb[0], 0] == pytest.approx(ref[("LYS", 8, "CB")][0] + 2.0)
 
@@ -125,10 +147,11 @@ def test_several_models_use_the_first(tmp_path):
     assert _atoms(cleaned.text)[("ASN", 1, "CA")] == _atoms(TRPCAGE.read_text())[("ASN", 1, "CA")]
     assert "MODEL" not in cleaned.text
     assert any("2 models found; using the first" in n for n in cleaned.notes)
+    assert not [n for n in _in_memory_is_the_text(cleaned).notes if "models" in n]     # said once, by cleaning
 
 
 def test_force_field_residue_names_are_standardised(tmp_path):
-    """HSD (CHARMM) and CYX (Amber) become HIS and CYS for both engines, with a note; nothing else changes."""
+    """HSD (CHARMM) and CYX (Amber) become HIS and CYS for both force fields, with a note; nothing else changes."""
     path = STRUCTURES / "1HEL_lysozyme.pdb"
     rename = {15: "HSD", 6: "CYX", 127: "CYX"}
     lines = [f"{l[:17]}{rename[int(l[22:26])]:>3s}{l[20:]}" if l.startswith("ATOM") and int(l[22:26]) in rename
@@ -162,7 +185,7 @@ def test_missing_side_chain_atoms_are_rebuilt(tmp_path):
     assert np.dot(np.cross(n - ca, c - ca), cb - ca) > 0
     # and the side chain pdbfixer built on it is bonded to it
     assert 1.4 < np.linalg.norm(np.array(got[("LYS", 8, "CG")]) - cb) < 1.65
-    assert map_pdb_text(cleaned.text, source=str(path)).n_beads == map_pdb(TRPCAGE).n_beads
+    assert _in_memory_is_the_text(cleaned).n_beads == map_pdb(TRPCAGE).n_beads
     assert clean_pdb(str(path)).text == cleaned.text                      # seeded: the same atoms every time
 
 
@@ -170,7 +193,7 @@ def test_missing_side_chain_atoms_are_rebuilt(tmp_path):
 def test_the_ideal_cb_matches_deposited_structures(name):
     """The CB placed for a residue that has none: within 0.6 A of the deposited CB of every residue of real
     crystal structures (measured: max 0.50/0.35/0.35 A), median below 0.15 A (measured ~0.12 A)."""
-    from flashschnet.openmm.cleaning import ideal_cb
+    from flashschnet.cg.geometry import ideal_cb
 
     text = (STRUCTURES / f"{name}.pdb").read_text()
     residues = {}
@@ -200,6 +223,7 @@ def test_modified_residues_caps_and_heterogens(tmp_path):
     assert any("modified residues replaced" in n and "MSE 1 (chain A) -> MET" in n for n in cleaned.notes)
     assert any("HOH x1" in n and "NA x1" in n for n in cleaned.notes)
     assert "HETATM" not in cleaned.text
+    _in_memory_is_the_text(cleaned)
 
 
 def test_keep_hydrogens(tmp_path):
@@ -218,8 +242,34 @@ def test_insertion_codes_and_chain_ids_are_kept(tmp_path):
     cleaned = clean_pdb(str(_write(tmp_path, lines)))
     keys = {(l[21], l[22:27]) for l in cleaned.text.splitlines() if l.startswith("ATOM")}
     assert ("B", "   5A") in keys and ("B", "   5 ") in keys
-    mol = map_pdb_text(cleaned.text)
+    mol = _in_memory_is_the_text(cleaned)
     assert [r.icode for r in mol.residues][4:6] == ["", "A"]
+
+
+def test_the_residues_in_memory_follow_the_pdb_writer(tmp_path):
+    """Where OpenMM's writer changes what it was given, the residues in memory change with it: residue numbers
+    beyond 9999 (hybrid-36 in the input; the writer gives such a residue its place in the chain), x below -999.999 A
+    (the writer keeps 8 characters), blank chain ids, two chains told apart by a TER record only."""
+    def h36(n):
+        if n < 10000:
+            return f"{n:4d}"
+        n, digits = n - 10000, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+        return "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[n // 36 ** 3] + "".join(digits[n // 36 ** k % 36] for k in (2, 1, 0))
+
+    atoms = []
+    for line in _lines():
+        if line.startswith("ENDMDL"):
+            break
+        if line.startswith("ATOM"):
+            r = int(line[22:26])
+            atoms.append(f"{line[:21]} {h36(9990 + r)}{line[26:30]}{float(line[30:38]) - 1200.0:8.2f}{line[38:]}")
+    split = next(i for i, l in enumerate(atoms) if l[22:26] == h36(10001))
+    cleaned = clean_pdb(str(_write(tmp_path, [*atoms[:split], "TER", *atoms[split:], "END"])))
+    assert "-1208.90" in cleaned.text                                   # ASN 1's N: -1208.904 written as 8 characters
+    mol = _in_memory_is_the_text(cleaned)
+    assert [r.resseq for r in mol.residues] == [*range(9991, 10000), 10, *range(1, 11)]
+    assert mol.chain_of_residue.tolist() == [0] * 10 + [1] * 10 and mol.positions[0, 0] == -1208.90
+    _in_memory_is_the_text(cleaned, "ca")
 
 
 @pytest.mark.parametrize("content,match", [

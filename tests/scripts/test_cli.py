@@ -175,11 +175,14 @@ def test_python_force_run(tmp_path, capsys):
 
 
 def test_gpu_only_options_on_cpu_are_noted_not_silently_ignored(tmp_path, capsys):
-    rc, _ = _run(tmp_path, "gpu-opts", "--matmul", "bf16", "--cuda-graph", steps=10)
+    rc, out = _run(tmp_path, "gpu-opts", "--matmul", "bf16", "--cuda-graph", steps=10)
     assert rc == 0
     err = capsys.readouterr().err
     assert "note: --matmul bf16 is ignored: it sets the triton backend's tensor-core products" in err, err
     assert "note: --cuda-graph is ignored: it replays the triton backend's step on CUDA" in err, err
+    # the engine that ran is in the note and in run.json (issue 28: flashschnet.fused.engine.running_engine)
+    assert "note: network backend torch (engine torch; cpu, single precision" in err, err
+    assert json.loads((out / "run.json").read_text())["engine"] == "torch"
 
 
 def test_quantized_run_records_the_variant_and_resumes_only_with_it(tmp_path, capsys):
@@ -263,9 +266,9 @@ def test_step_0_is_the_first_frame_and_the_default_interval_gives_101_frames(tmp
     """No --report-interval: --steps 200 -> every 2 steps (--steps // 100), checkpoints every 20; the starting
     structure (topology.pdb's positions) is frame 0, step 0 in the DCD header and the log (issue 27, item 6)."""
     from flashschnet.openmm.dcd import read_dcd, read_header
-    from helpers.tools import tool
+    from flashschnet.tiny import tiny_model
 
-    tiny = tool("memory_long_run").tiny_model(PDB, str(tmp_path / "tiny.pt"))    # ~40x faster per step
+    tiny = tiny_model(PDB, str(tmp_path / "tiny.pt"))    # ~40x faster per step
     out = tmp_path / "auto"
     assert main([PDB, "--model", tiny, "--steps", "200", "--out", str(out), "--seed", "3", "--quiet",
                  "--threads", "1"]) == 0

@@ -167,14 +167,9 @@ def test_a_real_disk_that_fills_up_during_a_run(straight, tmp_path, capsys, monk
 def test_parallel_tempering_file_that_cannot_be_written_resumes_bitwise(tmp_path, capsys, write_faults):
     """The ensemble's own writers (exchanges.csv here, an I/O error after its first rows): one line, exit 7, and
     the resume repeats the uninterrupted run."""
-    import importlib.util
+    from flashschnet.tiny import tiny_model
 
-    from conftest import ROOT
-
-    spec = importlib.util.spec_from_file_location("memory_long_run", ROOT / "tools" / "memory_long_run.py")
-    tools = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tools)
-    tiny = tools.tiny_model(PDB, str(tmp_path / "tiny.pt"))
+    tiny = tiny_model(PDB, str(tmp_path / "tiny.pt"))
     args = lambda out, *extra: [PDB, "--model", str(tiny), "--steps", "40", "--out", str(out),  # noqa: E731
                                 "--temperatures", "300:420:4", "--blocks", "2", "--exchange-interval", "5",
                                 "--report-interval", "10", "--checkpoint-interval", "20", "--seed", "5", "--quiet",
@@ -204,7 +199,7 @@ def test_finish_makes_any_os_error_one_line_and_says_where_the_run_stands(tmp_pa
     import json
     import struct
 
-    from flashschnet.openmm.reporters.checkpoint import CHECKPOINT_MAGIC
+    from flashschnet.openmm.reporters import CHECKPOINT_MAGIC
     from flashschnet.scripts._cli import finish
 
     def job(echo):

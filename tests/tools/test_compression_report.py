@@ -1,18 +1,24 @@
-"""tools/compression_report.py (a maintainer's report generator, not installed): a quick run writes the Markdown
-and the JSON with the expected sections and sane numbers; the Markdown re-renders from the JSON; the dynamics fall
-back to the oracle model and the mlcg prior where the real mlcg file is absent."""
+"""tools/compression_report.py (a maintainer's report generator, not installed), run as a program: a quick run
+writes the Markdown and the JSON with the expected sections and sane numbers; the Markdown re-renders from the
+JSON; the dynamics fall back to the oracle model and the mlcg prior where the real mlcg file is absent."""
 from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
+import subprocess
+import sys
 
 import pytest
 
-from conftest import oracle_path
-from helpers.tools import tool
+from conftest import ROOT, oracle_path
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+SCRIPT = ROOT / "tools" / "compression_report.py"
+
+
+def run_tool(*argv, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python tools/compression_report.py ARGV`` (one PyTorch thread, its default)."""
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, argv)], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +26,8 @@ def quick_report(tmp_path_factory):
     oracle_path("mlcg_schnet_A.pt")                       # skips where the oracle is absent
     out = tmp_path_factory.mktemp("compression")
     md, js = out / "compression.md", out / "compression.json"
-    assert tool("compression_report").main(["--quick", "--out", str(md), "--json", str(js)]) == 0
+    proc = run_tool("--quick", "--out", md, "--json", js, "--real-model", out / "absent.pt")
+    assert proc.returncode == 0, proc.stderr[-3000:]
     return md, js, json.loads(js.read_text())
 
 
@@ -66,22 +73,28 @@ def test_quick_dynamics_and_markdown(quick_report, tmp_path):
         assert section in md, section
     assert not re.search(r"\bnan\b", md)            # Python writes a NaN number as "nan"
     again = tmp_path / "again.md"
-    assert tool("compression_report").main(["--from-json", str(js_path), "--out", str(again)]) == 0
+    proc = run_tool("--from-json", js_path, "--out", again)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     assert again.read_text() == md
 
 
-def test_dynamics_fall_back_to_the_oracle_without_the_real_model(tmp_path):
-    oracle_path("mlcg_schnet_A.pt")
-    dyn = tool("compression_dynamics")
-    spec = dyn.dynamics_system(Path(tmp_path / "absent.pt"))
-    assert spec["note"] and "oracle" in spec["label"] and len(spec["masses"]) == 49
-    res = dyn.langevin(spec, spec["network"], steps=4, dt_fs=4.0, seed=3, interval=2)
-    assert res["finished"] and res["samples"] >= 1 and res["force_max_kcal_mol_A"] > 0
+def test_dynamics_fall_back_to_the_oracle_without_the_real_model(quick_report):
+    """The quick run was given a --real-model that does not exist: its dynamics ran the oracle model (49 beads)
+    with the mlcg prior, said so, and its Langevin runs moved (forces above zero)."""
+    _, _, rep = quick_report
+    dyn = rep["dynamics"]
+    assert dyn["note"] and "oracle" in dyn["system"] and dyn["beads"] == 49
+    assert dyn["note"] in rep["notes"]
+    for res in dyn["langevin"].values():
+        assert res["finished"] and res["samples"] >= 1 and res["force_max_kcal_mol_A"] > 0
 
 
-def test_bad_arguments(tmp_path, capsys):
-    main = tool("compression_report").main
-    with pytest.raises(SystemExit):
-        main(["--nve-runs", "1"])
-    assert main(["--from-json", str(tmp_path / "missing.json"), "--out", str(tmp_path / "x.md")]) == 2
-    assert "no such file" in capsys.readouterr().err
+def test_bad_arguments(tmp_path):
+    procs = [subprocess.Popen([sys.executable, str(SCRIPT), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=ROOT)
+             for argv in (["--nve-runs", "1"],
+                          ["--from-json", str(tmp_path / "missing.json"), "--out", str(tmp_path / "x.md")])]
+    (_, bad_runs), (_, missing) = (p.communicate(timeout=300) for p in procs)
+    assert procs[0].returncode == 2 and "--nve-runs" in bad_runs and "Traceback" not in bad_runs      # argparse
+    assert procs[1].returncode == 2 and "no such file" in missing and "Traceback" not in missing
+    assert not (tmp_path / "x.md").exists()

@@ -1,12 +1,12 @@
 """tools/device_checks.py (the GPU checks tools/device_benchmark.sh runs on a lent device machine), run here in its
 ``--smoke`` mode: the same five stages, each in its own process, at tiny sizes on the CPU (backends reference and
 torch; the OpenMM rows through the TorchForce on the CPU platform, the CUDA-graph rows skipped with the reason).
-Also: the precision check against a prediction (pass, fail, missing), the exit status, and the TorchForce
-properties the CUDA-graph rows use."""
+Also: the precision check against a prediction (pass, fail, missing), the OpenMM rows' plan
+(flashschnet.openmm.benchmark.device_checks), the exit status, and the TorchForce properties the CUDA-graph rows
+use."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -18,9 +18,14 @@ import time
 import pytest
 
 from conftest import ROOT, SHARED
+from flashschnet.openmm.benchmark import device_report
+from flashschnet.openmm.benchmark.device_checks import OPENMM_VARIANTS, Stage, openmm_plan, precision_checks
 
 SCRIPT = ROOT / "tools" / "device_checks.py"
 STAGES = ["environment", "compile", "correctness", "timings", "openmm"]
+#: the options of a device run (tools/device_checks.py --device cuda) that the OpenMM plan reads
+FULL_RUN = dict(backends=["reference", "torch", "triton"], kernel_backend="triton", openmm_replicas=[1, 8, 64, 128],
+                reference_replicas=[8, 64])
 #: a generous prediction (the float32 errors on the oracle are ~6e-6 / ~2e-5): the ieee check passes on a CPU
 PREDICTION = {"prediction": {"oracle": "tests/data/oracles/mlcg_schnet_A.pt",
                              "tf32": {"energy_rel_err_vs_float64": 3e-4, "forces_rel_err_vs_float64": 1e-3},
@@ -41,14 +46,6 @@ def run_checks(*args: str, timeout: float, rc: int = 0) -> str:
         pytest.fail(f"device_checks.py {' '.join(args)} took over {timeout} s:\n{out[-3000:]}")
     assert proc.returncode == rc, out[-3000:]
     return out
-
-
-def script_module():
-    """tools/device_checks.py as a module (its top level imports no torch)."""
-    spec = importlib.util.spec_from_file_location("device_checks", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +70,8 @@ def test_every_stage_runs_without_errors(smoke):
     assert report["machine"]["device"] == "cpu" and report["total_wall_s"] < 200
     assert "openmmtorch" in report["machine"] and "cannot load" not in report["machine"]["openmmtorch"]
     assert report["settings"]["commit"] is None or len(report["settings"]["commit"]) >= 40
+    shares = report["settings"]["shares"]                  # each stage's share of the budget
+    assert list(shares) == STAGES and sum(shares.values()) == pytest.approx(1.0)
     for text in ("== device checks: stages", "plugin load failures", "speed-up vs ref", "OpenMM (packed replicas",
                  "passed (no errors)"):
         assert text in stdout
@@ -153,23 +152,20 @@ def test_timings_and_openmm_numbers(smoke):
 def test_the_smoke_run_renders_as_a_cpu_rehearsal(smoke):
     """tools/device_report.py on the smoke run: labelled a CPU smoke rehearsal, no GPU run claimed; the targets
     evaluated from the run's rows (R = 2 here)."""
-    spec = importlib.util.spec_from_file_location("device_report", ROOT / "tools" / "device_report.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
     report, _ = smoke
-    text = tool.render(report)
+    text = device_report.render(report)
     assert text.startswith("**No GPU run has happened yet.**") and "CPU smoke rehearsal" in text
-    assert [t["status"] in ("PASS", "FAIL", "NOT MEASURED") for t in tool.targets(report)] == [True] * 3
-    assert tool.targets(report)[0]["status"] != "NOT MEASURED"             # the torch TorchForce row at R = 2
+    targets = device_report.targets(report)
+    assert [t["status"] in ("PASS", "FAIL", "NOT MEASURED") for t in targets] == [True] * 3
+    assert targets[0]["status"] != "NOT MEASURED"             # the torch TorchForce row at R = 2
     assert "| ieee | torch, auto |" in text and "passed (no errors)" in text
 
 
 def test_openmm_plan_order_and_grid():
     """The device plan: the headline rows first (tf32 TorchForce at R=1 and 64, the reference's at 64 and 8, the
     CUDA-graph and PythonForce rows at 64, MARTINI, parallel tempering), then every variant x R x force once."""
-    mod = script_module()
-    args = mod.parse_args(["--device", "cuda", "--out", "/tmp/unused"])
-    plan = mod.openmm_plan(args, torch_ok=True)
+    args = argparse.Namespace(**FULL_RUN)
+    plan = openmm_plan(args, torch_ok=True)
     head = [(r.get("variant"), r.get("backend"), r.get("force"), r.get("replicas"), r["kind"]) for r in plan[:8]]
     assert head == [("tf32", "triton", "TorchForce", 1, "openmm"), ("tf32", "triton", "TorchForce", 64, "openmm"),
                     ("exact", "reference", "TorchForce", 64, "openmm"),
@@ -179,17 +175,16 @@ def test_openmm_plan_order_and_grid():
                     ("tf32", "triton", "TorchForce", 64, "tempering")]
     grid = {(r["variant"], r["force"], r["replicas"]) for r in plan
             if r["kind"] == "openmm" and r["backend"] == "triton"}
-    assert grid == ({(v, f, R) for v in mod.OPENMM_VARIANTS for f in ("TorchForce", "TorchForce+CUDA graph")
+    assert grid == ({(v, f, R) for v in OPENMM_VARIANTS for f in ("TorchForce", "TorchForce+CUDA graph")
                      for R in (1, 8, 64, 128)} | {("tf32", "PythonForce", R) for R in (1, 64)})
     assert len(plan) == len({json.dumps(r, sort_keys=True) for r in plan})              # no row twice
-    assert sum(mod.SHARES.values()) == pytest.approx(1.0)
     # without openmm-torch: the same rows as PythonForce (the fallback), the CUDA-graph rows kept (to be skipped)
-    fallback = mod.openmm_plan(args, torch_ok=False)
+    fallback = openmm_plan(args, torch_ok=False)
     assert fallback[0]["force"] == "PythonForce" and not any(r.get("force") == "TorchForce" for r in fallback)
 
 
-def _stage_with_rows(mod, tmp_path, rows):
-    st = mod.Stage(str(tmp_path / "stage.json"), time.time() + 60)
+def _stage_with_rows(tmp_path, rows):
+    st = Stage(str(tmp_path / "stage.json"), time.time() + 60)
     for r in rows:
         st.add("results", dict(r, status="ok", dtype="float32"))
     return st
@@ -198,28 +193,27 @@ def _stage_with_rows(mod, tmp_path, rows):
 def test_precision_check_pass_fail_and_missing(tmp_path):
     """triton (CUDA): tf32 = the triton row with matmul auto; pass if measured <= 2 x predicted + 1e-6, else an error
     recorded beside the check's row; no prediction file: a skip with the reason."""
-    mod = script_module()
     rows = [dict(backend="triton", quantize="none", compress="none", matmul=mm, energy_rel_err_vs_oracle=e,
                  forces_rel_err_vs_oracle=f) for mm, e, f in (("auto", 5e-4, 1e-3), ("ieee", 6e-6, 2e-5))]
     pred = tmp_path / "tf32-accuracy.json"
     pred.write_text(json.dumps(PREDICTION))
     args = argparse.Namespace(prediction=str(pred), kernel_backend="triton")
-    st = _stage_with_rows(mod, tmp_path, rows)
-    mod.precision_checks(args, st)
+    st = _stage_with_rows(tmp_path, rows)
+    precision_checks(args, st)
     checks = {r["check"]: r for r in st.data["results"] if "check" in r}
     assert set(checks) == {"tf32", "ieee"}
     assert checks["tf32"]["passed"] is True and checks["tf32"]["energy_limit"] == pytest.approx(6e-4 + 1e-6)
     assert checks["ieee"]["passed"] is True and st.data["errors"] == []
     # a measured tf32 error over the limit: FAIL, and an error (the script's exit status is then 1)
-    st = _stage_with_rows(mod, tmp_path, [dict(rows[0], forces_rel_err_vs_oracle=3e-3), rows[1]])
-    mod.precision_checks(args, st)
+    st = _stage_with_rows(tmp_path, [dict(rows[0], forces_rel_err_vs_oracle=3e-3), rows[1]])
+    precision_checks(args, st)
     checks = {r["check"]: r for r in st.data["results"] if "check" in r}
     assert checks["tf32"]["passed"] is False and checks["ieee"]["passed"] is True
     (err,) = st.data["errors"]
     assert err["check"] == "tf32" and err["error"].startswith("FAIL")
     # no prediction file: a skip, no error
-    st = _stage_with_rows(mod, tmp_path, rows)
-    mod.precision_checks(argparse.Namespace(prediction=str(tmp_path / "absent.json"), kernel_backend="triton"), st)
+    st = _stage_with_rows(tmp_path, rows)
+    precision_checks(argparse.Namespace(prediction=str(tmp_path / "absent.json"), kernel_backend="triton"), st)
     assert not st.data["errors"] and [s["check"] for s in st.data["skips"]] == ["tf32"]
     assert "does not exist" in st.data["skips"][0]["reason"]
 

@@ -1,9 +1,9 @@
-"""tools/device_report.py: a device.json of tools/device_checks.py rendered into docs/benchmarks.md's GPU section
-(between the markers only), with the three targets' PASS / FAIL / NOT MEASURED computed from the run."""
+"""A device.json of tools/device_checks.py rendered into docs/benchmarks.md's GPU section (between the markers
+only; flashschnet.openmm.benchmark.device_report, run by tools/device_report.py), with the three targets' PASS /
+FAIL / NOT MEASURED computed from the run."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,16 +11,9 @@ import sys
 import pytest
 
 from conftest import ROOT
+from flashschnet.openmm.benchmark import device_report as dr
 
 SCRIPT = ROOT / "tools" / "device_report.py"
-
-
-@pytest.fixture(scope="module")
-def tool():
-    spec = importlib.util.spec_from_file_location("device_report", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _ef(backend, R, ms, peak, **kw):
@@ -68,14 +61,14 @@ def synthetic():
             "timings": timings, "ratios": [], "openmm": openmm, "total_wall_s": 431.0, "passed": True}
 
 
-def test_gpu_run_meets_every_target(tool):
+def test_gpu_run_meets_every_target():
     report = synthetic()
-    got = {t["name"].split(",")[0].split(" (")[0]: t for t in tool.targets(report)}
-    assert [t["status"] for t in tool.targets(report)] == ["PASS", "PASS", "PASS"]
+    got = {t["name"].split(",")[0].split(" (")[0]: t for t in dr.targets(report)}
+    assert [t["status"] for t in dr.targets(report)] == ["PASS", "PASS", "PASS"]
     assert got["aggregate ns/day"]["value"] == pytest.approx(345.6 / 3.0 * 64)
     assert got["speed-up over the reference backend"]["value"] == pytest.approx(20.0)
     assert got["peak memory vs the reference backend"]["value"] == pytest.approx(0.05)
-    text = tool.render(report)
+    text = dr.render(report)
     for needed in ("NVIDIA H200, 580.65.06", "torch 2.11.0", "openmmtorch acellera-openmmtorch-cu13 1.10",
                    "abc123", "**PASS**", "tf32 | triton, auto", "3.00e-04 / 4.00e-04 / 6.01e-04",
                    "TorchForce+CUDA graph", "predicted 300 s > the 20 s left", "passed (no errors)", "Errors: none."):
@@ -83,13 +76,13 @@ def test_gpu_run_meets_every_target(tool):
     assert "No GPU run has happened yet" not in text and "FAIL" not in text
 
 
-def test_a_missed_target_says_fail(tool):
+def test_a_missed_target_says_fail():
     report = synthetic()
     slow = report["openmm"][0]
     slow.update(ms_per_step=6.0, ns_per_day_per_replica=57.6, ns_per_day_aggregate=57.6 * 64)   # 3,686 ns/day, 10x
-    status = [t["status"] for t in tool.targets(report)]
+    status = [t["status"] for t in dr.targets(report)]
     assert status == ["FAIL", "FAIL", "PASS"]
-    assert "**FAIL**" in tool.render(report)
+    assert "**FAIL**" in dr.render(report)
     # a reference row missing: NOT MEASURED, with what is missing; a failed tf32 check and an error are shown
     report = synthetic()
     report["openmm"] = [o for o in report["openmm"] if o["backend"] != "reference"]
@@ -97,55 +90,59 @@ def test_a_missed_target_says_fail(tool):
     report["stages"]["correctness"]["errors"] = [{"item": "tf32 check", "check": "tf32", "status": "error",
                                                   "error": "FAIL: measured over the limit"}]
     report["passed"] = False
-    assert [t["status"] for t in tool.targets(report)] == ["PASS", "NOT MEASURED", "PASS"]
-    text = tool.render(report)
+    assert [t["status"] for t in dr.targets(report)] == ["PASS", "NOT MEASURED", "PASS"]
+    text = dr.render(report)
     assert "no ok OpenMM row of reference [TorchForce] R=64" in text and "FAILED (errors below)" in text
     assert "Errors (1):" in text and "FAIL: measured over the limit" in text
 
 
-def test_cpu_smoke_is_labelled_and_not_a_gpu_run(tool):
+def test_cpu_smoke_is_labelled_and_not_a_gpu_run():
     report = synthetic()
     report["settings"].update(device="cpu", smoke=True, kernel_backend="torch", openmm_replicas=[1, 2])
     report["machine"] = {"cpu_model": "AMD EPYC", "cores": 2, "threads": 1}
     for o in report["openmm"] + report["timings"]:
         o.update(replicas=2, backend="torch" if o["backend"] == "triton" else o["backend"])
-    text = tool.render(report)
+    text = dr.render(report)
     assert text.startswith("**No GPU run has happened yet.**") and "CPU smoke rehearsal" in text
     assert "R = 2, CPU smoke: not the GPU numbers" in text and "CPU: AMD EPYC" in text
 
 
-def test_splice_replaces_only_between_the_markers(tool, tmp_path):
-    doc = tmp_path / "benchmarks.md"
-    doc.write_text(f"# Benchmarks\n\nkeep\n\n## GPU (H200)\n\nintro\n\n{tool.BEGIN}\nold\n{tool.END}\n\ntail\n")
+def test_splice_replaces_only_between_the_markers(tmp_path):
+    """The tool run as a program (both runs at once: each is mostly its imports): it rewrites only the section
+    between the markers; with --stdout it prints the section and writes nothing."""
+    original = f"# Benchmarks\n\nkeep\n\n## GPU (H200)\n\nintro\n\n{dr.BEGIN}\nold\n{dr.END}\n\ntail\n"
+    doc, untouched = tmp_path / "benchmarks.md", tmp_path / "untouched.md"
+    doc.write_text(original)
+    untouched.write_text(original)
     dj = tmp_path / "device.json"
     dj.write_text(json.dumps(synthetic()))
-    out = subprocess.run([sys.executable, str(SCRIPT), str(dj), "--doc", str(doc)], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
+    write, show = (subprocess.Popen([sys.executable, str(SCRIPT), str(dj), *extra], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+                   for extra in (["--doc", str(doc)], ["--doc", str(untouched), "--stdout"]))
+    (_, err), (shown, _) = write.communicate(timeout=300), show.communicate(timeout=300)
+    assert write.returncode == 0, err
     text = doc.read_text()
-    assert text.startswith("# Benchmarks\n\nkeep\n\n## GPU (H200)\n\nintro\n\n" + tool.BEGIN + "\n")
-    assert text.endswith(tool.END + "\n\ntail\n") and "\nold\n" not in text and "**PASS**" in text
-    again = tool.splice(text, tool.render(synthetic()))
+    assert text.startswith("# Benchmarks\n\nkeep\n\n## GPU (H200)\n\nintro\n\n" + dr.BEGIN + "\n")
+    assert text.endswith(dr.END + "\n\ntail\n") and "\nold\n" not in text and "**PASS**" in text
+    again = dr.splice(text, dr.render(synthetic()))
     assert again == text                                                       # idempotent
     # --stdout writes nothing
-    before = doc.read_text()
-    out = subprocess.run([sys.executable, str(SCRIPT), str(dj), "--doc", str(doc), "--stdout"], capture_output=True,
-                         text=True)
-    assert out.returncode == 0 and "**PASS**" in out.stdout and doc.read_text() == before
+    assert show.returncode == 0 and "**PASS**" in shown and untouched.read_text() == original
     # no markers: a GPU section with them is appended
-    appended = tool.splice("# B\n\ntext\n", "body\n")
-    assert appended == f"# B\n\ntext\n\n## GPU (H200)\n\n{tool.BEGIN}\nbody\n{tool.END}\n"
+    appended = dr.splice("# B\n\ntext\n", "body\n")
+    assert appended == f"# B\n\ntext\n\n## GPU (H200)\n\n{dr.BEGIN}\nbody\n{dr.END}\n"
 
 
-def test_the_doc_has_the_markers_and_says_whether_a_gpu_run_happened(tool):
+def test_the_doc_has_the_markers_and_says_whether_a_gpu_run_happened():
     text = (ROOT / "docs" / "benchmarks.md").read_text()
-    assert text.count(tool.BEGIN) == 1 and text.count(tool.END) == 1 and "## GPU (H200)" in text
-    section = text.split(tool.BEGIN, 1)[1].split(tool.END, 1)[0]
+    assert text.count(dr.BEGIN) == 1 and text.count(dr.END) == 1 and "## GPU (H200)" in text
+    section = text.split(dr.BEGIN, 1)[1].split(dr.END, 1)[0]
     if "GPU run of" not in section:                       # no device run rendered yet: say so, honestly
         assert "No GPU run has happened yet" in text
 
 
-def test_synthetic_report_is_not_mutated(tool):
+def test_synthetic_report_is_not_mutated():
     report = synthetic()
     before = copy.deepcopy(report)
-    tool.render(report)
+    dr.render(report)
     assert report == before

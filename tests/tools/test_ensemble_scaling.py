@@ -1,19 +1,21 @@
-"""tools/ensemble_scaling.py (docs/ensembles.json): its --quick run on 2 walkers measures every configuration
-(one process, 1 and 2 Dask workers, two exchange intervals, a pure ensemble) and the per-exchange breakdown."""
+"""tools/ensemble_scaling.py (docs/ensembles.json), run as a program: its --quick run on 2 walkers measures every
+configuration (one process, 1 and 2 Dask workers, two exchange intervals, a pure ensemble) and the per-exchange
+breakdown."""
 from __future__ import annotations
 
-import importlib.util
 import json
+import subprocess
+import sys
 
 from conftest import ROOT
 
 
-def test_quick_scaling_report(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("ensemble_scaling", ROOT / "tools" / "ensemble_scaling.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+def test_quick_scaling_report(tmp_path):
     out = tmp_path / "ensembles.json"
-    assert tool.main(["--quick", "--steps", "200", "--walkers", "2", "--json", str(out)]) == 0
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "ensemble_scaling.py"), "--quick", "--steps", "200",
+                           "--walkers", "2", "--json", str(out)], capture_output=True, text=True, timeout=3600,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())
     names = [r["config"] for r in report["rows"]]
     assert names == [f"{p}-x{e}" for p in ("process-2threads", "process-1thread", "dask-1worker", "dask-2workers")
@@ -25,5 +27,5 @@ def test_quick_scaling_report(tmp_path, capsys):
         assert r["t_advance"] >= r["t_block_steps"] > 0
     assert set(report["overhead"]) == {"process-2threads", "process-1thread", "dask-1worker", "dask-2workers"}
     assert all(o["energy_eval_ms"] > 0 and o["step_ms"] > 0 for o in report["overhead"].values())
-    printed = capsys.readouterr().out
+    printed = proc.stdout
     assert "per exchange (wall fit) ms" in printed and "dask-2workers-ensemble" in printed

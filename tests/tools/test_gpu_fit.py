@@ -1,7 +1,8 @@
-"""tools/gpu_fit.py: the triton backend's per-step kernels, compiled ahead of time for an H100/H200 (sm_90) by
-Triton's own compiler and the ptxas in its wheel, must fit -- no spill, shared memory <= 200 KB, a block's
-registers within the register file, compiled in < 120 s each, the filter network on tensor cores (the
-tabulated-filter kernels of compressed models have no matrix products: every criterion but that one). The
+"""tools/gpu_fit.py (run as a program; its criteria and file format: flashschnet.kernels.gpu_fit): the triton
+backend's per-step kernels, compiled ahead of time for an H100/H200 (sm_90) by Triton's own compiler and the
+ptxas in its wheel, must fit -- no spill, shared memory <= 200 KB, a block's registers within the register file,
+compiled in < 120 s each, the filter network on tensor cores (the tabulated-filter kernels of compressed models
+have no matrix products: every criterion but that one). The
 recorded rows (docs/gpu-fit.json) hold a full run (sm_90 and sm_80, every basis) for each Triton the project
 has met -- 3.5.1 and the device's 3.6.0 -- all fitting; the installed Triton's recorded sm_90 rows are what it
 compiles now."""
@@ -16,13 +17,10 @@ from pathlib import Path
 import pytest
 import triton
 
+from flashschnet.fused.launches import KERNEL_CONFIGS, TABLE_VARIANTS
+from flashschnet.kernels import gpu_fit
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
-
-import gpu_fit  # noqa: E402
-
-from flashschnet.fused.triton_ops import KERNEL_CONFIGS  # noqa: E402
-from flashschnet.fused.triton_table_ops import TABLE_VARIANTS  # noqa: E402
 
 #: the Triton versions whose full runs docs/gpu-fit.json must hold
 RECORDED_TRITONS = ("3.5.1", "3.6.0")

@@ -1,13 +1,9 @@
-"""tools/perf_model.py: the FLOP/byte model of a triton step is computed from the real structure and the kernels'
-arithmetic (docs/benchmarks.md quotes it)."""
+"""The performance model that tools/perf_model.py prints (flashschnet.openmm.benchmark.perf_model): the FLOP/byte
+model of a triton step is computed from the real structure and the kernels' arithmetic (docs/benchmarks.md quotes
+it)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-
-import perf_model  # noqa: E402
+from flashschnet.openmm.benchmark import perf_model
 
 
 def test_model_counts_bpti_and_scales_with_replicas():

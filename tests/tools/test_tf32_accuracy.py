@@ -1,6 +1,7 @@
-"""tools/tf32_accuracy.py (the CPU emulation of the triton kernels' tf32 filter products, and the prediction the GPU
-check reads from docs/tf32-accuracy.json): the roundings bit for bit against numpy, the emulation against ieee, the
-plain-PyTorch emulation and the bf16 products, and the recorded prediction against a recomputation. A few seconds."""
+"""The CPU emulation of the triton kernels' tf32 filter products (flashschnet.kernels.emulation) and the prediction
+the GPU check reads from docs/tf32-accuracy.json (made by tools/tf32_accuracy.py): the roundings bit for bit against
+numpy, the emulation against ieee, the plain-PyTorch emulation and the bf16 products, and the recorded prediction
+against a recomputation. A few seconds."""
 from __future__ import annotations
 
 import json
@@ -10,10 +11,9 @@ import pytest
 import torch
 
 from conftest import ROOT, oracle_path
+from flashschnet.kernels import emulation as ta
 from helpers.cfconv_reference import round_tf32 as helper_round_tf32
-from helpers.tools import tool
 
-ta = tool("tf32_accuracy")
 JSON = ROOT / "docs" / "tf32-accuracy.json"
 PAIR = [0, 3]            # two oracle frames for the quick checks
 

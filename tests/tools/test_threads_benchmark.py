@@ -1,24 +1,19 @@
-"""tools/threads_benchmark.py on made-up measurements (nothing is timed here): the medians, the best choice and
-the default's loss per row, the 20% verdict, the not-idle flag, the section spliced between its markers, the
-clock's ns/day, the workers' environment."""
+"""The threads benchmark (flashschnet.openmm.benchmark.threads; tools/threads_benchmark.py measures) on made-up
+measurements (nothing is timed here): the medians, the best choice and the default's loss per row, the 20% verdict,
+the not-idle flag, the section spliced between its markers, the clock's ns/day, the workers' environment; the
+tool's --render run as a program."""
 from __future__ import annotations
 
-import importlib.util
 import json
+import subprocess
+import sys
 
 import pytest
 
 from conftest import ROOT
+from flashschnet.openmm.benchmark import threads as tb
 
 SCRIPT = ROOT / "tools" / "threads_benchmark.py"
-
-
-@pytest.fixture(scope="module")
-def tool():
-    spec = importlib.util.spec_from_file_location("threads_benchmark", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 #: (load, model, R) -> config -> ns/day of rounds 0, 1, 2
@@ -56,8 +51,8 @@ def _report(speeds=SPEEDS, background=0.05, errors=()):
             "records": records, "wall_s": 600.0}
 
 
-def test_rows_hold_medians_the_best_and_the_defaults_loss(tool):
-    rows = tool.summarise(_report())
+def test_rows_hold_medians_the_best_and_the_defaults_loss():
+    rows = tb.summarise(_report())
     assert [(r["load"], r["model"], r["replicas"]) for r in rows] == [
         ("idle", "exact", 1), ("idle", "exact", 8), ("loaded", "exact", 1), ("loaded", "exact", 8)]
     first = rows[0]
@@ -65,18 +60,18 @@ def test_rows_hold_medians_the_best_and_the_defaults_loss(tool):
     assert first["best"] == "before" and first["default_loss"] == pytest.approx(1 - 30 / 33)
     assert first["default_threads"] == [2] and rows[2]["default_threads"] == [1]
     assert rows[3]["best"] == "threads1" and rows[3]["default_loss"] == pytest.approx(1 / 3)
-    v = tool.verdict(rows)
+    v = tb.verdict(rows)
     assert v["ok"] is False and v["worst"] == "loaded exact R=8" and v["worst_loss"] == pytest.approx(1 / 3)
 
 
-def test_verdict_passes_within_20_percent(tool):
+def test_verdict_passes_within_20_percent():
     speeds = {k: dict(v, default=[max(x) * 0.85 for x in zip(*v.values())]) for k, v in SPEEDS.items()}
-    v = tool.verdict(tool.summarise(_report(speeds)))
-    assert v["ok"] is True and v["worst_loss"] <= tool.TOLERANCE
+    v = tb.verdict(tb.summarise(_report(speeds)))
+    assert v["ok"] is True and v["worst_loss"] <= tb.TOLERANCE
 
 
-def test_rendered_table(tool):
-    text = tool.render(_report())
+def test_rendered_table():
+    text = tb.render(_report())
     lines = text.splitlines()
     header = next(ln for ln in lines if ln.startswith("| load |"))
     assert header == ("| load | model | R | default | --threads 1 | --threads 2 (before) | best | default vs best "
@@ -88,74 +83,76 @@ def test_rendered_table(tool):
     assert "does NOT keep within 20%" in text and "2-core AMD EPYC" in text
     assert "python tools/threads_benchmark.py --rounds 3 --steps 300" in text
     assert "not measured on an idle machine" not in text
-    noisy = tool.render(_report(background=0.9))
+    noisy = tb.render(_report(background=0.9))
     assert "**The idle rows were not measured on an idle machine** (other processes kept 0.90 cores busy)" in noisy
     one = _report()
     for r in one["records"]:
         if r["load"] == "idle" and r["round"] == 0 and r["config"] == "before":
             r["background_cores"] = 0.95
-    assert "round 1 --threads 2 (before) (0.95 cores)." in tool.render(one)
+    assert "round 1 --threads 2 (before) (0.95 cores)." in tb.render(one)
 
 
-def test_failed_measurements_are_named_not_counted(tool):
+def test_failed_measurements_are_named_not_counted():
     report = _report(errors={("idle", "exact", 1, "default", r) for r in range(3)})
-    rows = tool.summarise(report)
+    rows = tb.summarise(report)
     assert rows[0]["ns_per_day"]["default"] is None and rows[0]["default_loss"] is None
-    text = tool.render(report)
+    text = tb.render(report)
     assert "| idle | exact | 1 | – | 21 | **33** |" in text and "Errors: RuntimeError: boom" in text
     assert "| idle | exact | 1 | – | 21 | **33** | --threads 2 (before) | – | – |" in text
 
 
-def test_splice_replaces_between_the_markers_or_appends(tool):
-    doc = f"# B\n\nbefore\n\n{tool.BEGIN}\nold\n{tool.END}\n\nafter\n"
-    assert tool.splice(doc, "new\n") == f"# B\n\nbefore\n\n{tool.BEGIN}\nnew\n{tool.END}\n\nafter\n"
-    assert tool.splice("# B\n", "new\n") == f"# B\n\n{tool.SECTION}\n\n{tool.BEGIN}\nnew\n{tool.END}\n"
+def test_splice_replaces_between_the_markers_or_appends():
+    doc = f"# B\n\nbefore\n\n{tb.BEGIN}\nold\n{tb.END}\n\nafter\n"
+    assert tb.splice(doc, "new\n") == f"# B\n\nbefore\n\n{tb.BEGIN}\nnew\n{tb.END}\n\nafter\n"
+    assert tb.splice("# B\n", "new\n") == f"# B\n\n{tb.SECTION}\n\n{tb.BEGIN}\nnew\n{tb.END}\n"
 
 
-def test_render_option_updates_the_doc_without_measuring(tool, tmp_path, capsys):
+def test_render_option_updates_the_doc_without_measuring(tmp_path):
     report = tmp_path / "threads.json"
     report.write_text(json.dumps(_report()))
     doc = tmp_path / "benchmarks.md"
-    doc.write_text(f"# Benchmarks\n\n{tool.SECTION}\n\n{tool.BEGIN}\nstale\n{tool.END}\n\n## Next\n")
-    assert tool.main(["--render", str(report), "--update-doc", str(doc)]) == 0
+    doc.write_text(f"# Benchmarks\n\n{tb.SECTION}\n\n{tb.BEGIN}\nstale\n{tb.END}\n\n## Next\n")
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--render", str(report), "--update-doc", str(doc)],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     text = doc.read_text()
-    assert "stale" not in text and text.endswith(f"{tool.END}\n\n## Next\n") and text.count(tool.SECTION) == 1
+    assert "stale" not in text and text.endswith(f"{tb.END}\n\n## Next\n") and text.count(tb.SECTION) == 1
     assert "| loaded | exact | 1 | 18 | **20** | 3 | --threads 1 | -10% | 1 |" in text
-    assert "wrote the threads section" in capsys.readouterr().out
+    assert "wrote the threads section" in proc.stdout
 
 
-def test_clock_and_steps(tool):
+def test_clock_and_steps():
     marks = [(1, 0.0), (5, 10.0), (6, 10.5), (15, 15.0)]
     # 10 steps x 2 replicas x 4 fs in 5 s
-    assert tool.ns_per_day(marks, 5, 2) == pytest.approx(2 * 10 * 4e-6 * 86400 / 5)
+    assert tb.ns_per_day(marks, 5, 2) == pytest.approx(2 * 10 * 4e-6 * 86400 / 5)
     with pytest.raises(ValueError):
-        tool.ns_per_day(marks[:2], 5, 1)
-    assert [tool.timed_steps(300, r) for r in (1, 2, 4, 8, 64)] == [300, 150, 75, 38, 10]
+        tb.ns_per_day(marks[:2], 5, 1)
+    assert [tb.timed_steps(300, r) for r in (1, 2, 4, 8, 64)] == [300, 150, 75, 38, 10]
 
 
-def test_worker_environment_is_the_configurations_alone(tool):
+def test_worker_environment_is_the_configurations_alone():
     base = {"PATH": "/bin", "OMP_WAIT_POLICY": "ACTIVE", "OMP_NUM_THREADS": "7", "GOMP_SPINCOUNT": "1"}
-    assert tool.worker_env("default", base) == {"PATH": "/bin"}
-    assert tool.worker_env("passive", base) == {"PATH": "/bin", "OMP_WAIT_POLICY": "PASSIVE"}
-    assert tool.worker_env("omm1", base) == {"PATH": "/bin", "OPENMM_CPU_THREADS": "1"}
-    assert tool.resolve("before", 4) == {"label": "--threads 4 (before)", "env": {}, "threads": 4}
-    assert tool.resolve("threads1", 4)["threads"] == 1 and tool.resolve("default", 4)["threads"] is None
+    assert tb.worker_env("default", base) == {"PATH": "/bin"}
+    assert tb.worker_env("passive", base) == {"PATH": "/bin", "OMP_WAIT_POLICY": "PASSIVE"}
+    assert tb.worker_env("omm1", base) == {"PATH": "/bin", "OPENMM_CPU_THREADS": "1"}
+    assert tb.resolve("before", 4) == {"label": "--threads 4 (before)", "env": {}, "threads": 4}
+    assert tb.resolve("threads1", 4)["threads"] == 1 and tb.resolve("default", 4)["threads"] is None
 
 
-def test_clock_ends_the_run_after_its_time_limit(tool):
+def test_clock_ends_the_run_after_its_time_limit():
     class Sim:
         currentStep = 0
 
-    sim, clock = Sim(), tool._Clock(warmup=2, limit_s=0.0)
+    sim, clock = Sim(), tb.Clock(warmup=2, limit_s=0.0)
     assert clock.describeNextReport(sim)["steps"] == 1
     for step in (1, 2):
         sim.currentStep = step
         clock.report(sim, None)                     # the warm-up: never cut short
     sim.currentStep = 3
-    with pytest.raises(tool._TimeUp):
+    with pytest.raises(tb.TimeUp):
         clock.report(sim, None)
     assert [s for s, _ in clock.marks] == [1, 2, 3]
-    patient = tool._Clock(warmup=2, limit_s=1e9)
+    patient = tb.Clock(warmup=2, limit_s=1e9)
     for step in (1, 2, 3, 4):
         sim.currentStep = step
         patient.report(sim, None)

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import STRUCTURES, oracle_path
 from flashschnet.cg import CGMolecule, map_pdb, map_pdb_text
-from flashschnet.cg import tables
+from flashschnet.cg import residue_data
 from flashschnet.errors import InputError
 from helpers.pdb_text import BB, atom_line, peptide, residue_lines, write_pdb
 
@@ -107,7 +107,7 @@ def test_structures_ca(fname):
     nres, nwat = EXPECTED[fname]
     mol = map_pdb(STRUCTURES / fname, mapping="ca")
     assert mol.n_beads == nres and mol.bead_names == ["CA"] * nres
-    assert np.array_equal(mol.bead_types, [tables.RESIDUE_TYPE[c] for c in mol.sequence()])
+    assert np.array_equal(mol.bead_types, [residue_data.RESIDUE_TYPE[c] for c in mol.sequence()])
     assert mol.bead_types.min() >= 1 and mol.bead_types.max() <= 20
     assert np.all(mol.masses == 12.0)
     assert len(mol.bonds) == nres - 1
@@ -429,3 +429,51 @@ def test_ter_cap_and_ion_atom_records(tmp_path):
     mol = map_pdb(write_pdb(tmp_path, lines))
     assert mol.n_beads == 14
     assert any("ACE x1" in n and "NA x1" in n and "SOL x1" in n for n in mol.notes)
+
+
+# ---------------------------------------------------------------------------------------------------
+# One ingestion path: residues in memory, one alternate-location rule, one coordinate rule
+# ---------------------------------------------------------------------------------------------------
+
+def test_map_residues_maps_in_memory_what_map_pdb_text_maps(monkeypatch):
+    """The residues of a read file, mapped in memory, give the molecule of the file's text (notes included), and
+    the mapping of residues reads no text."""
+    from flashschnet.cg import mapping, map_residues
+    from flashschnet.cg.pdb import parse_pdb
+
+    lines = ["MODEL        1", *peptide(), "ENDMDL", "MODEL        2", *peptide(), "ENDMDL"]
+    text = "\n".join(lines)
+    ref = map_pdb_text(text, source="two.pdb")
+    parsed = parse_pdb(text, "two.pdb")
+
+    def no_text(*args, **kwargs):
+        raise AssertionError("map_residues parsed PDB text")
+
+    monkeypatch.setattr(mapping, "parse_pdb", no_text)
+    mol = map_residues(parsed.residues, "two.pdb", n_models=parsed.n_models)
+    np.testing.assert_array_equal(mol.positions, ref.positions)
+    np.testing.assert_array_equal(mol.bonds, ref.bonds)
+    assert mol.bead_names == ref.bead_names and mol.notes == ref.notes
+    assert any("2 models found" in n for n in mol.notes)
+    with pytest.raises(InputError, match="no residues"):
+        map_residues([], "empty")
+    with pytest.raises(InputError, match="unknown mapping 'martini'"):
+        map_residues(parsed.residues, "two.pdb", mapping="martini")
+
+
+@pytest.mark.parametrize("occupancies, kept", [([0.4, 0.6], 1), ([0.5, 0.5], 0), ([0.2, 0.7, 0.7], 1),
+                                                ([float("nan"), 1.0], 0), ([1.0, float("nan"), 2.0], 2), ([1.0], 0)])
+def test_highest_occupancy_then_the_first(occupancies, kept):
+    """The one alternate-location rule (the raw-file reader's and the cleaning step's)."""
+    from flashschnet.cg.pdb import highest_occupancy
+
+    assert highest_occupancy(occupancies) == kept
+
+
+@pytest.mark.parametrize("xyz, fault", [((1.0, -2.0, 9999.999), ""), ((float("nan"), 0.0, 0.0), "non-finite"),
+                                        ((0.0, float("-inf"), 0.0), "non-finite"), ((0.0, 0.0, -1.0e4), "beyond")])
+def test_position_fault(xyz, fault):
+    """The one rule for input coordinates (files, the cleaning step of both force fields, OpenMM-ML positions)."""
+    from flashschnet.cg.pdb import position_fault
+
+    assert position_fault(xyz) == fault

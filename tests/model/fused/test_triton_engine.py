@@ -14,8 +14,10 @@ import torch
 
 from conftest import assert_forces_match_finite_differences, oracle_path, rel_error, torchforce_energy_forces
 from flashschnet import compress, load_model
+from flashschnet.fused import engine as fused_engine
 from flashschnet.fused import op as fused_op
 from flashschnet.fused.driver import energy_forces_fused
+from flashschnet.fused.engine import engine_names, engine_of_filters, make_engine, running_engine
 from flashschnet.fused.graph import GraphedStep
 from flashschnet.fused.layout import unpack
 from flashschnet.fused.triton_engine import TritonTileEngine
@@ -151,19 +153,46 @@ def test_graphed_step_runs_eagerly_on_cpu():
 
 
 def test_exact_products_on_cuda_route_to_the_torch_engine(caplog):
-    """float64 or matmul='ieee' on CUDA: the torch backend's engine, with a one-line note (once per case);
-    tensor-core precisions stay on the Triton kernels."""
+    """float64 or matmul='ieee' on CUDA: the torch engine, with a one-line note (once per case); tensor-core
+    precisions stay on the Triton kernels, and so does every case on a CPU (Triton's interpreter)."""
     model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float32, backend="triton")
     _, _, filters = unpack(model.network)
-    fused_op._NOTED.clear()
+    fused_engine._NOTED.clear()
     with caplog.at_level(logging.WARNING, logger="flashschnet"):
-        assert fused_op._exact_on_cuda("auto", torch.float64, filters)
-        assert fused_op._exact_on_cuda("auto", torch.float64, filters)
-        assert fused_op._exact_on_cuda("ieee", torch.float32, filters)
-        assert not fused_op._exact_on_cuda("auto", torch.float32, filters)
-        assert not fused_op._exact_on_cuda("bf16", torch.float32, filters)
+        for dtype, matmul_ in ((torch.float64, "auto"), (torch.float64, "auto"), (torch.float32, "ieee")):
+            assert engine_of_filters("triton", "cuda", dtype, matmul_, filters, note=True) == "torch"
+            assert engine_of_filters("triton", "cpu", dtype, matmul_, filters, note=True) == "triton"
+        assert engine_of_filters("triton", "cuda", torch.float32, "auto", filters, note=True) == "triton"
+        assert engine_of_filters("triton", "cuda", torch.float32, "bf16", filters, note=True) == "triton"
+        assert engine_of_filters("torch", "cuda", torch.float32, "bf16", filters, note=True) == "torch"
     notes = [r.getMessage() for r in caplog.records]
-    assert len(notes) == 2 and all("\n" not in n and "torch backend" in n for n in notes)
+    assert len(notes) == 2 and all("\n" not in n and "torch engine" in n for n in notes)
+
+
+def test_the_engine_that_runs_is_reported_and_backend_stays_as_asked():
+    """model.backend keeps the user's request; running_engine names the engine a step runs (the same decision
+    the op makes), and the op's cached engine is that engine."""
+    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="triton")
+    assert model.backend == "triton" and model.engine == "triton"     # CPU: Triton's interpreter
+    assert running_engine(model) == "triton"
+    assert running_engine(model, "cuda") == "torch"                   # float64 on a GPU: exact products
+    assert running_engine(model.network.float(), "cuda") == "triton"
+    assert running_engine(load_model(oracle_path("mlcg_schnet_A.pt"), backend="reference"), "cuda") == "reference"
+    fused_op.clear_engine_cache()
+    pos = torch.randn(1, 3, 3, dtype=torch.float32, generator=torch.Generator().manual_seed(0)) * 3.0
+    model.network.energy_forces(pos, torch.tensor([21, 22, 6]))
+    (eng,) = fused_op._ENGINES.values()
+    assert eng.engine_name == "triton" and isinstance(eng, TritonTileEngine)
+    fused_op.clear_engine_cache()
+
+
+def test_engines_come_from_the_registry():
+    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float32, backend="triton")
+    _, basis, filters = unpack(model.network)
+    assert set(engine_names()) >= {"torch", "triton"}
+    assert isinstance(make_engine("triton", basis, filters, 1.0, "bf16"), TritonTileEngine)
+    with pytest.raises(ValueError, match="unknown edge engine 'cuda'"):
+        make_engine("cuda", basis, filters, 1.0)
 
 
 def test_torchscript_and_torchforce_call_the_custom_op(fixture_a):
@@ -201,11 +230,12 @@ def test_compressed_model_on_the_table_kernels_matches_reference(model64, fixtur
     tri = copy.deepcopy(ref)
     tri.backend = "triton"
     _, _, filters = unpack(tri)
-    fused_op._NOTED.clear()
+    fused_engine._NOTED.clear()
     with caplog.at_level(logging.WARNING, logger="flashschnet"):
-        assert not fused_op._exact_on_cuda("auto", torch.float64, filters)
-        assert not fused_op._exact_on_cuda("ieee", torch.float32, filters)
+        assert engine_of_filters("triton", "cuda", torch.float64, "auto", filters, note=True) == "triton"
+        assert engine_of_filters("triton", "cuda", torch.float32, "ieee", filters, note=True) == "triton"
     assert not caplog.records
+    assert running_engine(tri, "cuda") == "triton"
     pos, types = fixture_a["positions_A"][[1, 4]], fixture_a["bead_types"]
     e1, f1 = ref.energy_forces(pos, types)
     e2, f2 = tri.energy_forces(pos, types)

@@ -3,7 +3,7 @@ aggregation, the backward (feature and position gradients in one kernel), the ti
 matrix-product precision, finite differences, determinism, poisoned buffers."""
 import os
 
-os.environ.setdefault("TRITON_INTERPRET", "1")   # before triton / flashschnet.fused.triton_ops are imported
+os.environ.setdefault("TRITON_INTERPRET", "1")   # before triton / the kernels are imported
 
 import math
 
@@ -12,12 +12,17 @@ import torch
 
 import triton  # noqa: E402,F401  (a required dependency: it comes with torch)
 
-from flashschnet.fused import triton_ops as flash  # noqa: E402
+from flashschnet.fused import workspace  # noqa: E402
+from flashschnet.fused.launches import triton_available  # noqa: E402
+from flashschnet.fused.plans import basis_coeffs  # noqa: E402
+from flashschnet.fused.tile_flags import MAX_FLAG_KERNEL_TILES, update_tiles, update_tiles_torch  # noqa: E402
+from flashschnet.fused.workspace import BLOCK, Workspace  # noqa: E402
+from helpers import standalone_ops as ops  # noqa: E402
 from helpers import cfconv_reference as ref  # noqa: E402
 from helpers.rbf_probe import flash_rbf  # noqa: E402
 from helpers.kernel_cases import blob, chain, close  # noqa: E402
 
-assert flash.triton_available(), "Triton kernels cannot run here (no CUDA and TRITON_INTERPRET unset)"
+assert triton_available(), "Triton kernels cannot run here (no CUDA and TRITON_INTERPRET unset)"
 
 # numpy deprecation noise from triton's interpreter, not from this package
 pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
@@ -82,14 +87,14 @@ DTYPES = [torch.float32, torch.float64]
 @pytest.mark.parametrize("name", list(CASES))
 def test_cfconv_fwd(name, dtype):
     pos, h, gm, args = setup(name, dtype, "ieee")
-    close(flash.cfconv_fwd(pos, h, *args), ref.cfconv_fwd_ref(pos, h, *args), dtype)
+    close(ops.cfconv_fwd(pos, h, *args), ref.cfconv_fwd_ref(pos, h, *args), dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_cfconv_bwd(name, dtype):
     pos, h, gm, args = setup(name, dtype, "ieee")
-    gh, gp = flash.cfconv_bwd(pos, h, gm, *args)
+    gh, gp = ops.cfconv_bwd(pos, h, gm, *args)
     rgh, rgp = ref.cfconv_bwd_ref(pos, h, gm, *args)
     close(gh, rgh, dtype)
     close(gp, rgp, dtype)
@@ -103,13 +108,13 @@ def test_16bit_products_match_pytorch_at_that_precision(dot):
     pos, h, gm, args = setup("chain40", torch.float32, dot)
     exact = ref.cfconv_fwd_ref(pos, h, *args[:-1], "ieee")
     emul = ref.cfconv_fwd_ref(pos, h, *args)
-    out = flash.cfconv_fwd(pos, h, *args)
+    out = ops.cfconv_fwd(pos, h, *args)
     scale = float(exact.abs().max())
     err_kernel = float((out - exact).abs().max()) / scale
     err_emul = float((emul - exact).abs().max()) / scale
     assert 0 < err_kernel <= 2 * err_emul, (err_kernel, err_emul)
     assert float((out - emul).abs().max()) / scale < 0.1 * err_emul
-    gh, gp = flash.cfconv_bwd(pos, h, gm, *args)
+    gh, gp = ops.cfconv_bwd(pos, h, gm, *args)
     egh, egp = ref.cfconv_bwd_ref(pos, h, gm, *args[:-1], "ieee")
     mgh, mgp = ref.cfconv_bwd_ref(pos, h, gm, *args)
     for got, ex, em in ((gh, egh, mgh), (gp, egp, mgp)):
@@ -122,9 +127,9 @@ def test_tile_flags_match_reference_and_cull():
     long chain are culled."""
     pos = chain(2, 100, torch.float64, seed=7)
     for radius in (4.0, 9.0, 30.0):
-        got = flash.tile_flags(pos, radius)
-        assert torch.equal(got, ref.tile_flags_ref(pos, radius, flash.BLOCK)), radius
-    flags = flash.tile_flags(pos, 7.0)
+        got = ops.tile_flags(pos, radius)
+        assert torch.equal(got, ref.tile_flags_ref(pos, radius, BLOCK)), radius
+    flags = ops.tile_flags(pos, 7.0)
     T = 7
     assert flags.shape == (2, T * (T + 1) // 2)
     assert 0 < int(flags.sum()) < flags.numel()          # some tile pairs culled, the diagonal kept
@@ -135,27 +140,27 @@ def test_tile_flags_rebuilt_per_replica_only_past_half_skin():
     """update_tiles rebuilds a replica's flags (counted on the device) only when one of its beads moved more
     than half the skin, or is NaN; the other replicas keep theirs."""
     pos = chain(2, 40, torch.float64)
-    ws = flash.Workspace(2, 40, 4, torch.float64, pos.device)
-    flash.update_tiles(ws, pos, 6.0, 2.0)
+    ws = Workspace(2, 40, 4, torch.float64, pos.device)
+    update_tiles(ws, pos, 6.0, 2.0)
     assert ws.builds.tolist() == [1, 1]
     moved = pos.clone()
     moved[0, :, 0] += 0.9                                # < skin/2: no rebuild
-    flash.update_tiles(ws, moved, 6.0, 2.0)
+    update_tiles(ws, moved, 6.0, 2.0)
     assert ws.builds.tolist() == [1, 1]
     moved[1, 5, 0] += 1.2                                # replica 1 now moved > skin/2
-    flash.update_tiles(ws, moved, 6.0, 2.0)
+    update_tiles(ws, moved, 6.0, 2.0)
     assert ws.builds.tolist() == [1, 2]
     moved[0, 3, 1] = float("nan")
-    flash.update_tiles(ws, moved, 6.0, 2.0)
-    flash.update_tiles(ws, moved, 6.0, 2.0)
+    update_tiles(ws, moved, 6.0, 2.0)
+    update_tiles(ws, moved, 6.0, 2.0)
     assert ws.builds.tolist() == [3, 2]                   # NaN: rebuilt every call, never frozen
 
 
 def test_results_do_not_depend_on_the_skin():
     """The flags only skip tile pairs with no bead pair inside the cutoff: any skin gives bitwise the same."""
     pos, h, gm, args = setup("chain50_expnormal", torch.float64, "ieee")
-    a = flash.cfconv_fwd(pos, h, *args, skin=0.0)
-    b = flash.cfconv_fwd(pos, h, *args, skin=5.0)
+    a = ops.cfconv_fwd(pos, h, *args, skin=0.0)
+    b = ops.cfconv_fwd(pos, h, *args, skin=5.0)
     assert torch.equal(a, b)
 
 
@@ -169,8 +174,8 @@ def test_large_real_widths_k50_f128():
     h = torch.randn(R, N, F, dtype=dtype)
     gm = torch.randn(R, N, F, dtype=dtype)
     args = (A1, a1, A2, offsets, coeffs, rc, rc, rc, "gaussian", alpha, True, True, 0.0, "ieee")
-    close(flash.cfconv_fwd(pos, h, *args), ref.cfconv_fwd_ref(pos, h, *args), dtype)
-    gh, gp = flash.cfconv_bwd(pos, h, gm, *args)
+    close(ops.cfconv_fwd(pos, h, *args), ref.cfconv_fwd_ref(pos, h, *args), dtype)
+    gh, gp = ops.cfconv_bwd(pos, h, gm, *args)
     rgh, rgp = ref.cfconv_bwd_ref(pos, h, gm, *args)
     close(gh, rgh, dtype)
     close(gp, rgp, dtype)
@@ -179,8 +184,8 @@ def test_large_real_widths_k50_f128():
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
 def test_bitwise_deterministic(dtype):
     pos, h, gm, args = setup("chain21_noenv", dtype)
-    m1, m2 = flash.cfconv_fwd(pos, h, *args), flash.cfconv_fwd(pos, h, *args)
-    g1, g2 = flash.cfconv_bwd(pos, h, gm, *args), flash.cfconv_bwd(pos, h, gm, *args)
+    m1, m2 = ops.cfconv_fwd(pos, h, *args), ops.cfconv_fwd(pos, h, *args)
+    g1, g2 = ops.cfconv_bwd(pos, h, gm, *args), ops.cfconv_bwd(pos, h, gm, *args)
     assert torch.equal(m1, m2)
     assert torch.equal(g1[0], g2[0]) and torch.equal(g1[1], g2[1])
 
@@ -196,7 +201,7 @@ def test_bwd_vs_finite_differences():
     h = torch.randn(R, N, F, dtype=dtype)
     gm = torch.randn(R, N, F, dtype=dtype)
     args = (A1, a1, A2, offsets, coeffs, rc, rc, rc_f, "gaussian", alpha, True, True, 0.0, "ieee")
-    _, grad = flash.cfconv_bwd(pos, h, gm, *args)
+    _, grad = ops.cfconv_bwd(pos, h, gm, *args)
     eps = 1e-5
     fd = torch.zeros_like(pos)
     for n in (0, 7, 16, 17):
@@ -204,8 +209,8 @@ def test_bwd_vs_finite_differences():
             p1, p2 = pos.clone(), pos.clone()
             p1[0, n, c] += eps
             p2[0, n, c] -= eps
-            e1 = (gm * flash.cfconv_fwd(p1, h, *args)).sum()
-            e2 = (gm * flash.cfconv_fwd(p2, h, *args)).sum()
+            e1 = (gm * ops.cfconv_fwd(p1, h, *args)).sum()
+            e2 = (gm * ops.cfconv_fwd(p2, h, *args)).sum()
             fd[0, n, c] = (e1 - e2) / (2 * eps)
     idx = [0, 7, 16, 17]
     assert float(grad[0, idx].abs().max()) > 1e-3
@@ -247,16 +252,16 @@ def test_custom_ops_registered_with_fake_kernels():
 def test_bad_inputs_are_rejected():
     pos, h, gm, args = setup("n3", torch.float32)
     with pytest.raises(ValueError):
-        flash.cfconv_fwd(pos, h[..., :4], *args)
+        ops.cfconv_fwd(pos, h[..., :4], *args)
     with pytest.raises(ValueError, match="matmul"):
-        flash.cfconv_fwd(pos, h, *args[:-1], "int8")
+        ops.cfconv_fwd(pos, h, *args[:-1], "int8")
     with pytest.raises(ValueError, match="float64"):
-        flash.cfconv_fwd(pos.double(), h.double(), *args[:-1], "tf32")
+        ops.cfconv_fwd(pos.double(), h.double(), *args[:-1], "tf32")
 
 
 def test_poison_fills_nan():
     """The poison_buffers fixture (autouse here) really fills the launchers' buffers with NaN."""
-    out = flash._empty((3, 2), torch.zeros(1, dtype=torch.float64))
+    out = workspace._empty((3, 2), torch.zeros(1, dtype=torch.float64))
     assert torch.isnan(out).all()
 
 
@@ -273,7 +278,7 @@ def test_flash_rbf_matches_model_basis_modules(kind, lower):
         centers, widths, alpha = mod.offset, mod.coeff, 0.0
     else:
         centers, widths, alpha = mod.means, mod.betas, mod.alpha
-    offsets, coeffs = flash.basis_coeffs(kind, centers, widths)
+    offsets, coeffs = basis_coeffs(kind, centers, widths)
     pos = chain(1, 12, torch.float64).reshape(-1, 3)
     src, dst = torch.arange(0, 11), torch.arange(1, 12)
     d, e = flash_rbf(pos, src, dst, offsets, coeffs, rc, kind, alpha, False, lower)
@@ -284,20 +289,20 @@ def test_flags_of_many_tiles_by_torch_ops_equal_the_kernel():
     """Above MAX_FLAG_KERNEL_TILES the flags are built by PyTorch ops with the same decisions: same flags as the
     kernel and the reference, the same per-replica staleness (NaN included), the same build counts."""
     pos = chain(2, 70, torch.float64, step=3.0, seed=9)
-    ws_k = flash.Workspace(2, 70, 4, torch.float64, pos.device)
-    ws_t = flash.Workspace(2, 70, 4, torch.float64, pos.device)
+    ws_k = Workspace(2, 70, 4, torch.float64, pos.device)
+    ws_t = Workspace(2, 70, 4, torch.float64, pos.device)
     moved = pos.clone()
     moved[1, 4, 2] += 1.3
     nan = moved.clone()
     nan[0, 9, 0] = float("nan")
     for p in (pos, pos + 0.2, moved, nan):
-        flash.update_tiles(ws_k, p, 6.0, 2.0)
-        flash.update_tiles_torch(ws_t, p, 6.0, 2.0)
+        update_tiles(ws_k, p, 6.0, 2.0)
+        update_tiles_torch(ws_t, p, 6.0, 2.0)
         assert torch.equal(ws_k.flags, ws_t.flags)
         assert torch.equal(ws_k.builds, ws_t.builds)
     assert ws_t.builds.tolist() == [2, 2]
-    big = chain(1, 16 * (flash.MAX_FLAG_KERNEL_TILES + 2) - 5, torch.float64, seed=3)
-    got = flash.tile_flags(big, 10.0)                     # takes the torch path (more tiles than the kernel's cap)
-    T = flash.MAX_FLAG_KERNEL_TILES + 2
+    big = chain(1, 16 * (MAX_FLAG_KERNEL_TILES + 2) - 5, torch.float64, seed=3)
+    got = ops.tile_flags(big, 10.0)                     # takes the torch path (more tiles than the kernel's cap)
+    T = MAX_FLAG_KERNEL_TILES + 2
     assert got.shape == (1, T * (T + 1) // 2) and 0 < int(got.sum()) < got.numel()
-    assert torch.equal(got, ref.tile_flags_ref(big, 10.0, flash.BLOCK))
+    assert torch.equal(got, ref.tile_flags_ref(big, 10.0, BLOCK))

@@ -4,20 +4,20 @@
 bfloat16 / float64, distances exactly at knots and beyond the table's end, finite differences, poisoned buffers."""
 import os
 
-os.environ.setdefault("TRITON_INTERPRET", "1")   # before triton / flashschnet.fused.triton_ops are imported
+os.environ.setdefault("TRITON_INTERPRET", "1")   # before triton / the kernels are imported
 
 import pytest
 import torch
 
 import triton  # noqa: E402,F401  (a required dependency: it comes with torch)
 
-from flashschnet.fused import triton_ops as flash  # noqa: E402
-from flashschnet.fused import triton_table_ops as tt  # noqa: E402
+from flashschnet.fused.launches import triton_available  # noqa: E402
 from flashschnet.nn.table import encode  # noqa: E402
 from helpers import cfconv_reference as ref  # noqa: E402
+from helpers import standalone_ops as ops  # noqa: E402
 from helpers.kernel_cases import blob, chain, close  # noqa: E402
 
-assert flash.triton_available(), "Triton kernels cannot run here (no CUDA and TRITON_INTERPRET unset)"
+assert triton_available(), "Triton kernels cannot run here (no CUDA and TRITON_INTERPRET unset)"
 
 pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
 
@@ -64,8 +64,8 @@ def setup(name, Q, tdtype, dtype=torch.float64, random_scale=False):
 
 
 def check_fwd_bwd(pos, h, gm, args, dtype=torch.float64):
-    close(tt.cfconv_table_fwd(pos, h, *args), ref.cfconv_table_fwd_ref(pos, h, *args), dtype)
-    gh, gp = tt.cfconv_table_bwd(pos, h, gm, *args)
+    close(ops.cfconv_table_fwd(pos, h, *args), ref.cfconv_table_fwd_ref(pos, h, *args), dtype)
+    gh, gp = ops.cfconv_table_bwd(pos, h, gm, *args)
     rgh, rgp = ref.cfconv_table_bwd_ref(pos, h, gm, *args)
     close(gh, rgh, dtype)
     close(gp, rgp, dtype)
@@ -104,7 +104,7 @@ def test_knots_exactly_and_the_table_end():
     pos[0, :, 0] = torch.tensor(xs, dtype=torch.float64)
     h = torch.zeros(1, len(xs), F, dtype=torch.float64)
     h[0, 0] = 1.0                                                  # m_i = W(|x_i|) for i > 0
-    m = tt.cfconv_table_fwd(pos, h, table, scale, r_end, rc)
+    m = ops.cfconv_table_fwd(pos, h, table, scale, r_end, rc)
     for i, x in enumerate(xs[1:], 1):
         k = int(round(x / 0.5))
         want = torch.zeros(F, dtype=torch.float64) if x >= r_end else exact[k, 0]
@@ -115,8 +115,8 @@ def test_knots_exactly_and_the_table_end():
     # beyond the table's end (5.0 < d < rc = 7): nothing at all, not even through the gradient
     far = torch.tensor([[[0.0, 0.0, 0.0], [0.0, 5.25, 0.0], [0.0, 0.0, 6.9]]], dtype=torch.float64)
     hf = torch.randn(1, 3, F, dtype=torch.float64)
-    assert torch.equal(tt.cfconv_table_fwd(far, hf, table, scale, r_end, rc), torch.zeros_like(hf))
-    gh, gp = tt.cfconv_table_bwd(far, hf, hf, table, scale, r_end, rc)
+    assert torch.equal(ops.cfconv_table_fwd(far, hf, table, scale, r_end, rc), torch.zeros_like(hf))
+    gh, gp = ops.cfconv_table_bwd(far, hf, hf, table, scale, r_end, rc)
     assert torch.equal(gh, torch.zeros_like(hf)) and torch.equal(gp, torch.zeros_like(far))
 
 
@@ -130,7 +130,7 @@ def test_bwd_vs_finite_differences():
     h = torch.randn(R, N, F, dtype=dtype)
     gm = torch.randn(R, N, F, dtype=dtype)
     args = (table, scale, r_end, rc)
-    _, grad = tt.cfconv_table_bwd(pos, h, gm, *args)
+    _, grad = ops.cfconv_table_bwd(pos, h, gm, *args)
     eps = 1e-6
     idx = [0, 7, 16, 17]
     fd = torch.zeros(len(idx), 3, dtype=dtype)
@@ -139,8 +139,8 @@ def test_bwd_vs_finite_differences():
             p1, p2 = pos.clone(), pos.clone()
             p1[0, bead, c] += eps
             p2[0, bead, c] -= eps
-            e1 = (gm * tt.cfconv_table_fwd(p1, h, *args)).sum()
-            e2 = (gm * tt.cfconv_table_fwd(p2, h, *args)).sum()
+            e1 = (gm * ops.cfconv_table_fwd(p1, h, *args)).sum()
+            e2 = (gm * ops.cfconv_table_fwd(p2, h, *args)).sum()
             fd[a, c] = (e1 - e2) / (2 * eps)
     assert float(grad[0, idx].abs().max()) > 1e-2
     torch.testing.assert_close(grad[0, idx], fd, rtol=1e-6, atol=1e-7 * float(fd.abs().max()))
@@ -148,8 +148,8 @@ def test_bwd_vs_finite_differences():
 
 def test_bitwise_deterministic_and_skin_independent():
     pos, h, gm, args = setup("chain40", 3, "f16")
-    m1, m2 = tt.cfconv_table_fwd(pos, h, *args), tt.cfconv_table_fwd(pos, h, *args, skin=5.0)
-    g1, g2 = tt.cfconv_table_bwd(pos, h, gm, *args), tt.cfconv_table_bwd(pos, h, gm, *args)
+    m1, m2 = ops.cfconv_table_fwd(pos, h, *args), ops.cfconv_table_fwd(pos, h, *args, skin=5.0)
+    g1, g2 = ops.cfconv_table_bwd(pos, h, gm, *args), ops.cfconv_table_bwd(pos, h, gm, *args)
     assert torch.equal(m1, m2)
     assert torch.equal(g1[0], g2[0]) and torch.equal(g1[1], g2[1])
 
@@ -170,10 +170,10 @@ def test_custom_ops_registered_with_fake_kernels():
 def test_bad_inputs_are_rejected():
     pos, h, gm, (table, scale, r_end, rc) = setup("n3", 2, "f32")
     with pytest.raises(ValueError, match="h must be"):
-        tt.cfconv_table_fwd(pos, h[..., :4], table, scale, r_end, rc)
+        ops.cfconv_table_fwd(pos, h[..., :4], table, scale, r_end, rc)
     with pytest.raises(ValueError, match="scale"):
-        tt.cfconv_table_fwd(pos, h, table, scale[:1], r_end, rc)
+        ops.cfconv_table_fwd(pos, h, table, scale[:1], r_end, rc)
     with pytest.raises(ValueError, match="Q = 2 or 3"):
-        tt.cfconv_table_fwd(pos, h, table[:, :1], scale[:1], r_end, rc)
+        ops.cfconv_table_fwd(pos, h, table[:, :1], scale[:1], r_end, rc)
     with pytest.raises(ValueError, match="float64, float32"):
-        tt.cfconv_table_fwd(pos, h, table.to(torch.int32), scale, r_end, rc)
+        ops.cfconv_table_fwd(pos, h, table.to(torch.int32), scale, r_end, rc)

@@ -11,10 +11,10 @@ from conftest import (EXAMPLES, assert_forces_match_finite_differences, oracle_p
                       torchforce_energy_forces)
 from flashschnet import InputError, load_model, map_pdb, quantize, save_checkpoint
 from flashschnet.fused import clear_engine_cache
-from flashschnet.fused import triton_ops as flash
 from flashschnet.nn.quant import QDTYPES, QuantLinear, dequantize_weight, quantize_weight
 from flashschnet.transforms import apply_variant
 from helpers import cfconv_reference as ref
+from helpers import standalone_ops as flash
 
 pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
 

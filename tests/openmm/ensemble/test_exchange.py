@@ -19,7 +19,7 @@ from flashschnet.openmm.ensemble import exchange as exchange_module
 from flashschnet.openmm.ensemble.exchange import Exchanger, swap_probability
 from flashschnet.openmm.ensemble.ladder import (check_ladder, check_names, geometric_ladder, parse_temperatures,
                                                 rung_name)
-from flashschnet.openmm.reporters._common import BOLTZMANN_KJ_MOL_K as KB
+from flashschnet.openmm.units import BOLTZMANN_KJ_MOL_K as KB
 
 
 # -- an enumerable system: each walker is in one of a few energy levels with degeneracies -----------------------

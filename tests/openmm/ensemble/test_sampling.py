@@ -48,7 +48,7 @@ from flashschnet.openmm.ensemble.demux import rung_trajectory
 from flashschnet.openmm.ensemble.driver import EnsemblePlan, LocalBlocks, block_specs, check_plan, drive
 from flashschnet.openmm.ensemble.exchange import Exchanger
 from flashschnet.openmm.ensemble.ladder import parse_temperatures
-from flashschnet.openmm.reporters._common import BOLTZMANN_KJ_MOL_K
+from flashschnet.openmm.units import BOLTZMANN_KJ_MOL_K
 from helpers.ensemble_systems import HarmonicBuilder, _topology
 
 KB = 0.00831446261815324          # kJ/mol/K

@@ -4,7 +4,6 @@ ensemble of blocks, and bad input refused in one line before anything is written
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,11 +12,12 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLES
 from flashschnet.openmm.dcd import read_dcd
 from flashschnet.openmm.ensemble.ladder import geometric_ladder, rung_name
 from flashschnet.openmm.reporters import read_checkpoint
 from flashschnet.scripts.simulate import main
+from flashschnet.tiny import tiny_model
 
 PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
 LADDER = "300:420:4"
@@ -27,10 +27,7 @@ RUNGS = [rung_name(t) for t in TEMPS]
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("memory_long_run", ROOT / "tools" / "memory_long_run.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.tiny_model(PDB, str(tmp_path_factory.mktemp("tiny") / "tiny.pt"))
+    return tiny_model(PDB, str(tmp_path_factory.mktemp("tiny") / "tiny.pt"))
 
 
 def _args(out, model, steps, *extra):

@@ -2,7 +2,7 @@
 types and contacts of tests/data/martini/systems/villin_go completely; the OpenMM System's energies equal
 ``gmx_d mdrun -rerun`` term by term, the Go contacts alone included (GROMACS run once more without
 go_nbparams.itp); forces are minus the energy gradient; ``prepare_system(go=True)`` writes a system.top that our
-reader and ``gmx_d grompp`` both accept, with the same energies in both engines; broken Go files give one-line
+reader and ``gmx_d grompp`` both accept, with the same energies in both force fields; broken Go files give one-line
 errors."""
 from __future__ import annotations
 

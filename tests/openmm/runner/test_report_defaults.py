@@ -2,11 +2,9 @@
 write only its step-0 frame (flashschnet.openmm.runner.directory; issue 27, item 6)."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
-from flashschnet.openmm.runner import (MAX_DCD_STEP, check_run_settings, default_checkpoint_interval,
+from flashschnet.openmm.runner import (MAX_DCD_STEP, DynamicsSettings, default_checkpoint_interval,
                                        default_report_interval, few_frames_warning)
 
 
@@ -29,21 +27,18 @@ def test_default_checkpoint_interval_is_10_reports_at_most_10000_steps_apart_whe
 
 
 def _settings(**kw):
-    s = dict(steps=200, dt_fs=4.0, temperature_K=300.0, friction_per_ps=1.0, report_interval=None,
-             checkpoint_interval=None, platform="Reference")
-    s.update(kw)
-    return SimpleNamespace(**s)
+    return DynamicsSettings(**dict(dict(out="o", steps=200, platform="Reference"), **kw))
 
 
-def test_check_run_settings_resolves_none_to_the_defaults():
+def test_validate_resolves_none_to_the_defaults():
     s = _settings()
-    check_run_settings(s, max_dt_fs=50.0)
+    s.validate()
     assert (s.report_interval, s.checkpoint_interval) == (2, 20)          # steps 0, 2, ..., 200: 101 frames
     s = _settings(steps=30_000, checkpoint_interval=1000)
-    check_run_settings(s, max_dt_fs=50.0)
+    s.validate()
     assert (s.report_interval, s.checkpoint_interval) == (250, 1000)
     s = _settings(report_interval=7)                                      # a given interval is kept
-    check_run_settings(s, max_dt_fs=50.0)
+    s.validate()
     assert (s.report_interval, s.checkpoint_interval) == (7, 70)
 
 

@@ -1,7 +1,7 @@
 """The quantization report's output: PNG plots, verdicts, ``quantization.md`` and ``quantization.json``.
 
-:func:`render` writes them from a measured report (a dict; :mod:`quantization_report` measures it, and
-``--from-json`` re-renders a saved one). Part of the maintainer's tool ``python tools/quantization_report.py``.
+:func:`render` writes them from a measured report (a dict; :mod:`.report` measures it, and ``--from-json``
+re-renders a saved one): the report of ``python tools/quantization_report.py``.
 """
 from __future__ import annotations
 
@@ -253,7 +253,7 @@ def same_weights(report: Dict[str, Any]) -> Dict[str, str]:
 
 def render(report: Dict[str, Any], out: Path) -> None:
     """Plots, verdicts, ``quantization.md`` and ``quantization.json`` in ``out`` from a measured report."""
-    from quant_accuracy import drift_fit
+    from .accuracy import drift_fit
 
     out.mkdir(parents=True, exist_ok=True)
     for r in report["nve"].values():          # reports written before the fit's standard error existed

@@ -66,7 +66,7 @@ def specialize_prior_tables(tables: List[Dict[str, Any]], tuples: Dict[str, torc
 
 #: term names :func:`flashschnet.priors.mlcg_term_tuples` knows how to build tuples for
 def _known_term(name: str) -> bool:
-    from ..cg.tables import STANDARD_RESIDUES
+    from ..cg.residue_data import STANDARD_RESIDUES
 
     fixed = {f"{w}_{k}" for w in ("n_term", "bulk", "c_term") for k in ("bonds", "angles")}
     fixed |= {"pro_omega", "non_pro_omega", "gamma_1", "gamma_2", "non_bonded"}

@@ -1,7 +1,4 @@
-"""Measurements behind ``python tools/quantization_report.py``: the accuracy cost of channel-wise 16-bit weights.
-
-A maintainer's tool (not installed with the package; it was ``flashschnet.openmm.quant_accuracy``), imported by
-``tools/quantization_report.py`` and by the tests.
+"""The accuracy cost of channel-wise 16-bit weights, measured (``python tools/quantization_report.py`` reports it).
 
 * :func:`frame_errors` -- energies and forces of each 16-bit variant against the unquantized model, on given
   frames, for each backend (float32 arithmetic; the truth is the unquantized model in float64);

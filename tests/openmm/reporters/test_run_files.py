@@ -1,0 +1,100 @@
+"""What plain runs and ensembles share (``flashschnet.openmm.reporters.files``, ``.log``): one checkpoint file
+format, one CSV appender, one log writer, one set of cut-backs to a checkpoint."""
+from __future__ import annotations
+
+import errno
+import json
+import math
+import struct
+
+import numpy as np
+import openmm.app as app
+import pytest
+
+import flashschnet.atomic as atomic
+from flashschnet.errors import InputError, OutputError
+from flashschnet.openmm.dcd import DCDWriter, read_dcd
+from flashschnet.openmm.reporters import (CHECKPOINT_MAGIC, CSVFile, ReplicaLog, cut_csv_to_size, cut_trajectories,
+                                          read_checkpoint, write_checkpoint)
+
+
+def test_one_checkpoint_file_with_or_without_an_openmm_state(tmp_path):
+    """The layout every checkpoint has (plain runs, walker blocks, an ensemble's run checkpoint): magic, the header's
+    length, the JSON header, then OpenMM's state, if any."""
+    meta = {"step": 20, "dcd_bytes": [1, 2], "dropped": []}
+    for name, state in (("run.chk", b"openmm state"), ("ensemble.chk", b"")):
+        path = tmp_path / name
+        write_checkpoint(str(path), meta, state)
+        header = json.dumps(meta).encode()
+        assert path.read_bytes() == CHECKPOINT_MAGIC + struct.pack("<Q", len(header)) + header + state
+        assert read_checkpoint(str(path)) == (meta, state)
+    assert not list(tmp_path.glob("*.tmp"))
+    (tmp_path / "other.chk").write_bytes(b"not a checkpoint at all")
+    with pytest.raises(ValueError, match="not a flashschnet checkpoint"):
+        read_checkpoint(str(tmp_path / "other.chk"))
+
+
+def test_a_csv_file_starts_with_its_header_appends_and_is_cut_back_to_a_recorded_size(tmp_path):
+    path = tmp_path / "walkers.csv"
+    f = CSVFile(str(path), ["step", "T300.0"])
+    f.rows([[0, 1]])
+    size = f.sync()
+    assert size == path.stat().st_size == len("step,T300.0\r\n0,1\r\n")
+    f.rows([[10, 0], [20, 1]])
+    f.close()
+    f.close()                                                    # idempotent
+    cut_csv_to_size(str(path), size)
+    again = CSVFile(str(path), ["step", "T300.0"], append=True)   # no second header
+    again.rows([[10, 1]])
+    again.close()
+    assert path.read_bytes() == b"step,T300.0\r\n0,1\r\n10,1\r\n"
+    with pytest.raises(InputError, match=r"walkers\.csv: shorter than the checkpoint records \(1000 bytes\)"):
+        cut_csv_to_size(str(path), 1000)
+
+
+def test_a_failed_csv_write_is_one_error_naming_the_file_and_close_stays_quiet(tmp_path, write_faults):
+    path = tmp_path / "exchanges.csv"
+    write_faults.fail("exchanges.csv", module=atomic, errno=errno.EIO, limit=30)
+    f = CSVFile(str(path), ["step", "pair"], what="writing the exchanges")
+    with pytest.raises(OutputError) as err:
+        f.rows([[i, 0] for i in range(20)])
+    assert f"writing the exchanges {path} failed" in str(err.value) and "EIO" in str(err.value)
+    f.close()                                                    # the failure was reported once: no second error
+
+
+def test_the_ensemble_log_is_the_plain_runs_log_with_a_thermostat_column(tmp_path):
+    """ReplicaLog writes both logs: the same columns and number formats; an ensemble's adds thermostat_K."""
+    plain, tempering = ReplicaLog(str(tmp_path / "a.csv"), 0.004), ReplicaLog(str(tmp_path / "b.csv"), 0.004,
+                                                                               thermostat=True)
+    energies, temps, ladder = np.array([-1.234567890123, 2.0]), np.array([301.23456789, 299.0]), [300.0, 336.3]
+    for log in (plain, tempering):
+        assert math.isnan(log.speed(0))                          # no clock yet
+        log.write(0, 0.0, float("nan"), energies, temps, [0, 1], thermostat=ladder)
+        log.start_clock(0)
+        assert math.isnan(log.speed(0))                          # no step made
+        speed = log.speed(10)
+        assert speed > 0 and math.isfinite(speed)
+        rows = log.write(10, 0.04, speed, energies, temps, [1], thermostat=ladder)   # replica 0 dropped
+        log.close()
+    assert rows == [[10, "0.04", 1, "2", "299", f"{speed:.6g}", "336.3"]]
+    a, b = (tmp_path / "a.csv").read_text().splitlines(), (tmp_path / "b.csv").read_text().splitlines()
+    assert a[0] == "step,time_ps,replica,potential_energy_kJ_mol,temperature_K,ns_per_day"
+    assert b[0] == a[0] + ",thermostat_K"
+    assert a[1] == "0,0,0,-1.23456789,301.235,nan" and b[1] == a[1] + ",300"
+    assert [row.rsplit(",", 2)[0] for row in b[1:]] == [row.rsplit(",", 1)[0] for row in a[1:]]
+
+
+def test_trajectories_are_cut_back_to_the_checkpoint_also_from_an_older_single_count(tmp_path):
+    top = app.Topology()
+    top.addAtom("CA", app.Element.getBySymbol("C"), top.addResidue("ALA", top.addChain()))
+    paths = [str(tmp_path / f"replica_{r:03d}.dcd") for r in range(2)]
+    writers = [DCDWriter(p, top, 0.004) for p in paths]
+    for w in writers:
+        w.write(np.zeros((1, 3)))
+    sizes = [w.size for w in writers]
+    for w in writers:
+        w.write(np.ones((1, 3)))
+        w.close()
+    for frames in (1, [1, 1]):                                   # older checkpoints: one count for every file
+        cut_trajectories(paths, {"dcd_bytes": sizes, "dcd_frames": frames})
+        assert [len(read_dcd(p)) for p in paths] == [1, 1]
