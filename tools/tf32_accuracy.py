@@ -311,7 +311,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                            "tf32": "round to nearest, ties away from zero, to 10 mantissa bits (cvt.rna.tf32.f32)",
                            "tf32_rz": "low 13 mantissa bits dropped (tensor cores fed unconverted float32)",
                            "bf16": "bfloat16, round to nearest even (weights and activations)"},
-            "implementations": {"fused": "flashschnet.fused.driver.energy_forces_fused + the torch pair engine, "
+            "implementations": {"fused": "flashschnet.fused.nodes.energy_forces_fused + the torch pair engine, "
                                          "ExactFilter -> RoundedFilter (forward-mode W and dW/dd as the kernels)",
                                 "plain": "reference backend network (mlcg-style autograd), filter network as a "
                                          "custom autograd function with the same rounded products and tangents"},

@@ -2,7 +2,7 @@
 
 * :mod:`~flashschnet.fused.layout` -- the packed weight layout, named fields and a version, defined once
   (packing and unpacking);
-* :mod:`~flashschnet.fused.driver` -- the node-level forward and hand-written backward;
+* :mod:`~flashschnet.fused.nodes` -- the node-level forward and hand-written backward;
 * :mod:`~flashschnet.fused.engine` -- the edge-engine interface, the engine registry, and which engine runs;
 * :mod:`~flashschnet.fused.torch_engine` -- the ``"torch"`` edge engine (half pair list, chunks);
 * :mod:`~flashschnet.fused.triton_engine` -- the ``"triton"`` edge engine on the Triton kernels of

@@ -1,6 +1,6 @@
 """The edge-engine interface of the fused path, the registry of engines, and which engine a step runs.
 
-An *edge engine* runs the edge-level part of a CGSchNet step for :func:`flashschnet.fused.driver.energy_forces_fused`
+An *edge engine* runs the edge-level part of a CGSchNet step for :func:`flashschnet.fused.nodes.energy_forces_fused`
 (:class:`EdgeEngine`), two calls per interaction block ``t`` after one ``prepare(positions)`` per step:
 
 * ``aggregate(t, h) -> m``: ``m_i = sum_j W^t_ij * h_j`` over the pairs within the graph cutoff;
@@ -35,7 +35,7 @@ _NOTED: set = set()
 
 
 class EdgeEngine(Protocol):
-    """What :func:`~flashschnet.fused.driver.energy_forces_fused` calls (module docstring). ``graphable``: a
+    """What :func:`~flashschnet.fused.nodes.energy_forces_fused` calls (module docstring). ``graphable``: a
     step allocates nothing and never reads the device back to the host, so the op may capture it in a CUDA
     graph (:mod:`flashschnet.fused.graph`)."""
 

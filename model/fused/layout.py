@@ -25,7 +25,7 @@ A TorchScript module can only pass plain lists across a custom-op boundary, so a
     (the tables' last knot, 0 if none).
 
 :func:`unpack_params` turns the three back into :class:`NodeWeights` (the node-level part, run by
-:mod:`flashschnet.fused.driver`), :class:`BasisSpec` and one :class:`FilterWeights` per block (the edge-level
+:mod:`flashschnet.fused.nodes`), :class:`BasisSpec` and one :class:`FilterWeights` per block (the edge-level
 part, run by an engine).
 """
 from __future__ import annotations

@@ -14,7 +14,7 @@ that the GPU check holds a device's numbers to, ``docs/tf32-accuracy.json``).
 
 Two independent emulations, each of exactly those four products (:func:`energy_forces` by name):
 
-* ``"fused"`` -- the fused path's own arithmetic (:func:`flashschnet.fused.driver.energy_forces_fused` with the
+* ``"fused"`` -- the fused path's own arithmetic (:func:`flashschnet.fused.nodes.energy_forces_fused` with the
   ``torch`` backend's pair engine, the same ``W``/``dW/dd`` forward-mode formulas as the kernels), its
   :class:`~flashschnet.fused.torch_engine.ExactFilter` replaced by a ``RoundedFilter``, which rounds the operands
   of the four products (:func:`fused_energy_forces`). ``"ieee"`` is then the ``torch`` backend itself (bit for
@@ -159,7 +159,7 @@ def fused_energy_forces(network, positions: torch.Tensor, bead_types: torch.Tens
                         precision: str) -> Tuple[torch.Tensor, torch.Tensor]:
     """Energies ``[R]`` and forces ``[R, N, 3]`` of a CGSchNet (its dtype; float32 for the kernels' case) by the
     fused path's arithmetic with the filter products at ``precision`` (a name of :data:`ROUNDINGS`)."""
-    from ..fused.driver import energy_forces_fused
+    from ..fused.nodes import energy_forces_fused
     from ..fused.layout import unpack
 
     _, RoundedEngine = _fused_classes()

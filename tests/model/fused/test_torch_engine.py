@@ -8,7 +8,7 @@ import torch
 from conftest import EXAMPLES, assert_forces_match_finite_differences, oracle_path, rel_error
 from flashschnet import load_model, map_pdb
 from flashschnet.fused import clear_engine_cache
-from flashschnet.fused.driver import energy_forces_fused
+from flashschnet.fused.nodes import energy_forces_fused
 from flashschnet.fused.layout import unpack
 from flashschnet.fused.torch_engine import TorchPairEngine
 

@@ -16,7 +16,7 @@ from conftest import assert_forces_match_finite_differences, oracle_path, rel_er
 from flashschnet import compress, load_model
 from flashschnet.fused import engine as fused_engine
 from flashschnet.fused import op as fused_op
-from flashschnet.fused.driver import energy_forces_fused
+from flashschnet.fused.nodes import energy_forces_fused
 from flashschnet.fused.engine import engine_names, engine_of_filters, make_engine, running_engine
 from flashschnet.fused.graph import GraphedStep
 from flashschnet.fused.layout import unpack

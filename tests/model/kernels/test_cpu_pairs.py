@@ -11,7 +11,7 @@ import torch
 
 from conftest import rel_error
 from flashschnet import compress
-from flashschnet.fused.driver import energy_forces_fused
+from flashschnet.fused.nodes import energy_forces_fused
 from flashschnet.fused.layout import unpack
 from flashschnet.fused.torch_engine import TorchPairEngine
 from flashschnet.kernels import cpu_pairs

@@ -1,4 +1,4 @@
-"""Energies and exact forces of CGSchNet without autograd: the fused backends' driver.
+"""Energies and exact forces of CGSchNet without autograd: the fused backends' node-level pass (forward and backward).
 
 The network's node-level part (embedding, ``lin1``, ``lin2``, ``lin``, output MLP; all ``[R*N, H]``
 tensors) runs here in PyTorch with a hand-written backward. The edge-level part -- distances, basis,
