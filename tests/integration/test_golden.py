@@ -19,11 +19,16 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 PART = "model"      # this file: the model's and OpenMM's energies and forces; test_golden_runs.py: the runs
 
 
-@pytest.fixture(scope="module")
-def recomputed(tmp_path_factory):
+def recompute(tmp_path_factory, part: str):
+    """The golden outputs of ``part`` computed now (fails when the stored ones are missing)."""
     if not golden.GOLDEN.exists():
         pytest.fail(f"{golden.GOLDEN} missing: capture it with python tools/golden.py")
-    return golden.compute(tmp_path_factory.mktemp("golden"), part=PART)
+    return golden.compute(tmp_path_factory.mktemp("golden"), part=part)
+
+
+@pytest.fixture(scope="module")
+def recomputed(tmp_path_factory):
+    return recompute(tmp_path_factory, PART)
 
 
 def test_every_golden_output_is_reproduced(recomputed):

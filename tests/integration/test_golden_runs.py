@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import golden
-from test_golden import check
+from test_golden import check, recompute
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -15,9 +14,7 @@ PART = "run"
 
 @pytest.fixture(scope="module")
 def recomputed(tmp_path_factory):
-    if not golden.GOLDEN.exists():
-        pytest.fail(f"{golden.GOLDEN} missing: capture it with python tools/golden.py")
-    return golden.compute(tmp_path_factory.mktemp("golden"), part=PART)
+    return recompute(tmp_path_factory, PART)
 
 
 def test_every_golden_run_is_reproduced(recomputed):
