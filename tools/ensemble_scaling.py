@@ -17,7 +17,7 @@ after the first, which holds the warm-up), with the run's own breakdown
 * a pure ensemble (no exchanges) on 2 workers.
 
 Prints a table and writes the JSON (``--json``); ``docs/ensembles.md`` quotes it. ``--quick``: a few hundred
-steps (for the tests).
+steps or fewer (for the tests), a report every 100 steps (every half of ``--steps``, at least 20, when fewer).
 """
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def _run(workdir: str, name: str, pdb: str, model: str, steps: int, walkers: int
 def measure(pdb: str, model: str, walkers: int, steps: int, quick: bool) -> dict:
     from flashschnet.openmm.benchmark.machine import machine_info
 
-    report = 100 if quick else 500
+    report = min(100, max(20, steps // 2)) if quick else 500     # --quick: at least 2 report intervals
     rare, often = report, 10                 # exchange intervals: one per report, and every 10 steps
     rows = []
     with tempfile.TemporaryDirectory() as work:
