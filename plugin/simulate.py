@@ -142,29 +142,31 @@ class RunSettings(DynamicsSettings):
             self.temperature_K = DEFAULT_TEMPERATURE_K
         super().validate()
         if self.replicas < 1:
-            raise InputError(f"--replicas must be >= 1, got {self.replicas}")
+            raise InputError(f"{flag('replicas')} must be >= 1, got {self.replicas}")
         if self.priors is not None and not str(self.priors).strip():
-            raise InputError("--priors is empty; give a prior file or leave --priors out to use the model's priors")
+            raise InputError(f"{flag('priors')} is empty; give a prior file or leave {flag('priors')} out to use the "
+                             "model's priors")
         check_network_force(self.network_force, flag("network_force"))
         self.model_options().validate(names={f.name: flag(f.name) for f in fields(ModelOptions)})
         if self.on_blowup not in ON_BLOWUP:
-            raise InputError(f"--on-blowup must be {' or '.join(ON_BLOWUP)}, got {self.on_blowup!r}")
+            raise InputError(f"{flag('on_blowup')} must be {' or '.join(ON_BLOWUP)}, got {self.on_blowup!r}")
         if self.ensemble:
             self._validate_ensemble()
 
     def _validate_ensemble(self) -> None:
         if self.workers is not None and self.scheduler:
-            raise InputError("--workers and --scheduler exclude each other: --workers N starts a local Dask cluster, "
-                             "--scheduler ADDRESS uses an existing one")
+            w, sch = flag("workers"), flag("scheduler")
+            raise InputError(f"{w} and {sch} exclude each other: {w} N starts a local Dask cluster, {sch} ADDRESS "
+                             "uses an existing one")
         if self.scheduler is not None and not str(self.scheduler).strip():
-            raise InputError("--scheduler is empty; give the scheduler's address, e.g. tcp://10.0.0.5:8786")
+            raise InputError(f"{flag('scheduler')} is empty; give the scheduler's address, e.g. tcp://10.0.0.5:8786")
         if self.temperatures and self.replicas != 1:
-            raise InputError(f"--replicas {self.replicas} with --temperatures: parallel tempering runs one walker per "
-                             "temperature; leave --replicas out")
+            raise InputError(f"{flag('replicas')} {self.replicas} with {flag('temperatures')}: parallel tempering runs "
+                             f"one walker per temperature; leave {flag('replicas')} out")
         walkers = len(self.ladder())
         if self.workers is not None and not 1 <= self.workers <= walkers:
-            raise InputError(f"--workers {self.workers}: must be between 1 and the number of walkers ({walkers}: "
-                             + ("one per temperature" if self.temperatures else "--replicas") + ")")
+            raise InputError(f"{flag('workers')} {self.workers}: must be between 1 and the number of walkers "
+                             f"({walkers}: " + ("one per temperature" if self.temperatures else flag("replicas")) + ")")
         from .ensemble.driver import check_plan
 
         check_plan(self.plan(self.out or ".", seed=1))
@@ -209,8 +211,8 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     out = run_dir(s.out)
     given = set(given) if given is not None else {k for k, v in asdict(s).items() if v is not None}
     if s.temperatures and "temperature_K" in given:
-        raise InputError(f"--temperature {s.temperature_K:g} with --temperatures: parallel tempering runs each walker "
-                         "at its rung of the ladder; leave --temperature out")
+        raise InputError(f"{flag('temperature_K')} {s.temperature_K:g} with {flag('temperatures')}: parallel tempering "
+                         f"runs each walker at its rung of the ladder; leave {flag('temperature_K')} out")
     for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, given=given, files=_FILES,
                                    needed=_NEEDED_ON_RESUME, defaults=_DEFAULTS_OF_NEWER_KEYS, options=FLAGS).items():
         setattr(s, key, value)

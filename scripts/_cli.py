@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Iterable, List, Optional
+from typing import Any, Callable, Iterable, List, Optional, TypeVar
+
+T = TypeVar("T")
 
 
 def name_list(text: str, allowed: Iterable[str], what: str) -> List[str]:
@@ -96,6 +98,27 @@ def check_output_dir(path: str, option: str) -> None:
     _writable_dir(path, f"{option} {path}")
 
 
+def from_json(path: str, option: str, what: str, use: Callable[[Any], T]) -> T:
+    """``use(the JSON document at path)``; a one-line InputError naming ``option`` and ``path`` when the file is
+    missing or unreadable, or is not ``what`` (not JSON, or ``use`` finds a key, type or index it needs missing)."""
+    import json
+    import os
+
+    from flashschnet.errors import InputError
+
+    if not os.path.isfile(path):
+        raise InputError(f"{option} {path}: {'not a file' if os.path.exists(path) else 'no such file'}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        return use(doc)
+    except OSError as exc:
+        raise InputError(f"{option} {path}: cannot read it ({exc.strerror or type(exc).__name__})") from None
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise InputError(f"{option} {path}: not {what} ({type(exc).__name__}: {first})") from None
+
+
 def _writable_dir(directory: str, what: str) -> None:
     """Create ``directory`` (and parents) if needed; InputError starting with ``what`` when that fails or it is
     not writable."""
@@ -161,8 +184,8 @@ def given_settings(args: argparse.Namespace, settings, exclude=("out",)) -> dict
 
 #: optional dependency (import name) -> the extra of setup.py that installs it (``pip install 'flashschnet[X]'``);
 #: martinize2 and insane (extra ``martini``) are run as programs: flashschnet.openmm.martini.prepare names the extra
-EXTRAS = {"matplotlib": "analysis", "tables": "analysis", "openmmml": "openmmml", "dask": "cluster",
-          "distributed": "cluster"}
+EXTRAS = {"matplotlib": "analysis", "tables": "analysis", "pymbar": "analysis", "openmmml": "openmmml",
+          "dask": "cluster", "distributed": "cluster"}
 
 
 def missing_extra_message(module: str) -> str:

@@ -35,7 +35,7 @@ if str(TOOLS) not in sys.path:          # run as a script from anywhere: its hel
 
 import torch  # noqa: E402  (before openmm/openmmtorch)
 
-from flashschnet.scripts._cli import SEED, THREADS, check_output_file, float_type, int_type  # noqa: E402
+from flashschnet.scripts._cli import SEED, THREADS, check_output_file, float_type, from_json, int_type  # noqa: E402
 
 from compression_render import render  # noqa: E402
 
@@ -138,15 +138,12 @@ def _write(path: str, text: str) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    from flashschnet.errors import FlashSchNetError, InputError
+    from flashschnet.errors import FlashSchNetError
 
     try:
         check_output_file(args.out, "--out")
         if args.from_json is not None:
-            src = Path(args.from_json)
-            if not src.is_file():
-                raise InputError(f"--from-json {src}: no such file")
-            _write(args.out, render(json.loads(src.read_text())))
+            _write(args.out, from_json(args.from_json, "--from-json", "a compression report JSON of this tool", render))
             return 0
         check_output_file(args.json, "--json")
         report = measure(args, argv if argv is not None else sys.argv[1:])

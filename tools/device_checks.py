@@ -244,6 +244,7 @@ def stage_compile(args, st: Stage) -> None:
     import torch
 
     import flashschnet
+    from flashschnet.fused.engine import running_engine
     from flashschnet.openmm.benchmark import measure
     from flashschnet.openmm.benchmark.report import label
 
@@ -270,7 +271,8 @@ def stage_compile(args, st: Stage) -> None:
         text = notes.getvalue() + "".join(f"warning: {w.message}\n" for w in caught)
         print(text, end="")
         return {"beads": n, "first_call_s": times[0], "second_call_s": times[1], "call_s": times,
-                "network_backend": model.network.backend, "energy_dtype": str(energy.dtype),
+                "network_backend": model.network.backend, "engine": running_engine(model, args.device),
+                "energy_dtype": str(energy.dtype),
                 "finite": bool(torch.isfinite(energy).all() and torch.isfinite(forces).all()), "notes": text[-1500:]}
 
     with structure(args) as pdb:
@@ -603,7 +605,7 @@ def summary(report: Dict[str, Any]) -> str:
                   for e in s["skips"] + s["errors"]]
     for r in report["stages"].get("compile", {}).get("results", []):
         lines.append(f"compile {r['item']}: first {r['first_call_s']:.2f} s, second {r['second_call_s'] * 1e3:.1f} ms,"
-                     f" ran as {r['network_backend']}, finite {r['finite']}")
+                     f" backend {r['network_backend']} ran engine {r.get('engine', '?')}, finite {r['finite']}")
     for r in report["stages"].get("correctness", {}).get("results", []):
         if "check" in r:
             lines.append(f"{r['check']} check ({r['backend']}, matmul {r['matmul']}): measured E "

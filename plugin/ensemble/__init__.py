@@ -1,6 +1,6 @@
 """Parallel tempering and replica ensembles: walkers in blocks of packed Contexts, on one process or on Dask.
 
-* :mod:`.run` -- an ensemble run from start to finish (:func:`~.run.run_ensemble`; the engine hands it the builder);
+* :mod:`.run` -- an ensemble run from start to finish (:func:`~.run.run_ensemble`; the CG run hands it the builder);
 * :mod:`.ladder` -- the temperature ladder (``--temperatures``);
 * :mod:`.exchange` -- the Metropolis swaps (:class:`Exchanger`);
 * :mod:`.integrator` -- Langevin (middle scheme) with a temperature per particle;

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 import openmm
@@ -28,6 +28,9 @@ from ..reporters import (HealthReporter, ReplicaDCDReporter, cut_trajectories, r
 from ..runner.loop import freeze_replicas, step_with_rescue
 from ..units import BOLTZMANN_KJ_MOL_K
 from .integrator import particle_temperatures, set_particle_temperatures, tempering_integrator
+
+if TYPE_CHECKING:
+    from .driver import EnsemblePlan
 
 
 @dataclass
@@ -71,20 +74,15 @@ class BlockSystem:
 
 @dataclass
 class BlockSpec:
-    """One block's share of a run (units in the names)."""
+    """One block's share of a run: its walkers, their starting temperatures and its seed; ``plan`` is the run
+    every block shares (:class:`~.driver.EnsemblePlan`: the run directory, time step, friction, report interval,
+    platform, force limit, what a blow-up does, threads per block's process)."""
 
     index: int
     walkers: List[int]                  # global walker ids, increasing
     temperatures_K: List[float]         # each walker's starting temperature
     seed: int                           # this block's integrator and velocity seed
-    out: str                            # the run directory (shared by every block)
-    dt_fs: float
-    friction_per_ps: float
-    report_interval: int
-    platform: str = "CPU"
-    max_force: float = 1.0e5
-    on_blowup: str = "stop"
-    threads: Optional[int] = None       # PyTorch and OpenMM CPU threads in this block's process
+    plan: "EnsemblePlan"
 
 
 def block_checkpoint_path(out: str, block: int, step: int) -> str:
@@ -128,14 +126,14 @@ class WalkerBlock:
     """
 
     def __init__(self, builder: Callable[[int], "BlockSystem"], spec: BlockSpec):
-        self._shared_random = spec.platform in SHARED_RANDOM_PLATFORMS
+        self._shared_random = spec.plan.platform in SHARED_RANDOM_PLATFORMS
         self._snapshot: Optional[str] = None
         if self._shared_random:
             _Random.park()                # creating this Context reseeds the process-wide generator
-        if spec.threads:
+        if spec.plan.threads:
             import torch
 
-            torch.set_num_threads(int(spec.threads))
+            torch.set_num_threads(int(spec.plan.threads))
         self.spec = spec
         self.index = spec.index
         self.walkers = list(spec.walkers)
@@ -143,14 +141,14 @@ class WalkerBlock:
         self.bs = builder(self.R)
         self.N = int(self.bs.particles)
         self.masses = np.asarray(self.bs.masses_amu, dtype=float)
-        self.dt_ps = spec.dt_fs * 1e-3
+        self.dt_ps = spec.plan.dt_fs * 1e-3
         self.temps = np.asarray(spec.temperatures_K, dtype=float)
-        self.integrator = tempering_integrator(self.dt_ps, spec.friction_per_ps, self._per_particle(self.temps),
+        self.integrator = tempering_integrator(self.dt_ps, spec.plan.friction_per_ps, self._per_particle(self.temps),
                                                spec.seed)
         props = dict(self.bs.properties)
-        if spec.platform == "CPU" and spec.threads:
-            props.setdefault("Threads", str(int(spec.threads)))
-        platform = openmm.Platform.getPlatformByName(spec.platform)
+        if spec.plan.platform == "CPU" and spec.plan.threads:
+            props.setdefault("Threads", str(int(spec.plan.threads)))
+        platform = openmm.Platform.getPlatformByName(spec.plan.platform)
         self.simulation = app.Simulation(self.bs.topology, self.bs.system, self.integrator, platform, props)
         if self._shared_random:
             _Random.owner = self          # the generator now holds this block's freshly seeded stream
@@ -172,7 +170,7 @@ class WalkerBlock:
         return np.repeat(np.asarray(temps, dtype=float), self.N)
 
     def _reporters(self, append: bool) -> None:
-        s = self.spec
+        s = self.spec.plan
         os.makedirs(os.path.join(s.out, "blocks"), exist_ok=True)
         self.dcd = ReplicaDCDReporter([walker_trajectory(s.out, w) for w in self.walkers], s.report_interval,
                                       self.bs.trajectory_topology, self.dt_ps, append=append, first_step=0)
@@ -231,7 +229,7 @@ class WalkerBlock:
         state, temperatures, drops; its trajectories are cut back to that step."""
         if self.dcd is not None:
             self.dcd.close()
-        meta, blob = read_checkpoint(block_checkpoint_path(self.spec.out, self.index, step))
+        meta, blob = read_checkpoint(block_checkpoint_path(self.spec.plan.out, self.index, step))
         if self._shared_random:
             _Random.park()                # the checkpoint below sets the generator to this block's stream
             _Random.owner = self
@@ -242,7 +240,7 @@ class WalkerBlock:
         self.simulation.context.loadCheckpoint(blob)
         self.simulation.currentStep = int(meta["step"])
         self.temps = np.asarray(meta["temperatures_K"], dtype=float)
-        cut_trajectories([walker_trajectory(self.spec.out, w) for w in self.walkers], meta)
+        cut_trajectories([walker_trajectory(self.spec.plan.out, w) for w in self.walkers], meta)
         self._reporters(append=True)
         return self.energies()
 
@@ -302,15 +300,15 @@ class WalkerBlock:
         self.dcd.sync()
         meta = {"step": int(step), "block": self.index, "walkers": self.walkers, "temperatures_K": self.temps.tolist(),
                 "dcd_bytes": self.dcd.sizes(), "dcd_frames": self.dcd.frame_counts, "dropped": self.dropped}
-        path = block_checkpoint_path(self.spec.out, self.index, step)
+        path = block_checkpoint_path(self.spec.plan.out, self.index, step)
         write_checkpoint(path, meta, self.simulation.context.createCheckpoint(), what="writing the block checkpoint")
         return path
 
     def forget(self, keep_step: int) -> None:
         """Remove this block's checkpoints other than ``keep_step``'s (after the run's checkpoint moved on)."""
-        folder = os.path.join(self.spec.out, "blocks")
+        folder = os.path.join(self.spec.plan.out, "blocks")
         prefix = f"block_{self.index:03d}.s"
-        keep = os.path.basename(block_checkpoint_path(self.spec.out, self.index, keep_step))
+        keep = os.path.basename(block_checkpoint_path(self.spec.plan.out, self.index, keep_step))
         for name in os.listdir(folder):
             if name.startswith(prefix) and name != keep:
                 os.remove(os.path.join(folder, name))

@@ -35,7 +35,7 @@ import numpy as np
 from ...errors import InputError, SimulationInstabilityError
 from ..runner.directory import few_frames_warning, write_dropped
 from ..reporters import ns_per_day
-from ..runner.settings import DynamicsSettings
+from ..runner.settings import DynamicsSettings, flag
 from .block import BlockSpec, WalkerBlock, block_checkpoint_path
 from .demux import demultiplex
 from .exchange import Exchanger
@@ -101,9 +101,9 @@ class EnsemblePlan(DynamicsSettings):
 def check_plan(p: EnsemblePlan) -> None:
     """The ensemble rules (module docstring); one-line :class:`InputError`s naming the options."""
     if p.tempering and p.exchange_interval < 1:
-        raise InputError(f"--exchange-interval must be >= 1, got {p.exchange_interval}")
+        raise InputError(f"{flag('exchange_interval')} must be >= 1, got {p.exchange_interval}")
     if not 1 <= p.blocks <= p.walkers:
-        raise InputError(f"--blocks {p.blocks}: must be between 1 and the number of walkers ({p.walkers})")
+        raise InputError(f"{flag('blocks')} {p.blocks}: must be between 1 and the number of walkers ({p.walkers})")
 
 
 def block_seed(seed: int, block: int) -> int:
@@ -116,9 +116,7 @@ def block_specs(p: EnsemblePlan) -> List[BlockSpec]:
     bounds = np.linspace(0, p.walkers, p.blocks + 1).round().astype(int)
     return [BlockSpec(index=b, walkers=list(range(bounds[b], bounds[b + 1])),
                       temperatures_K=[p.temperatures_K[w] for w in range(bounds[b], bounds[b + 1])],
-                      seed=block_seed(p.seed, b), out=p.out, dt_fs=p.dt_fs, friction_per_ps=p.friction_per_ps,
-                      report_interval=p.report_interval, platform=p.platform, max_force=p.max_force,
-                      on_blowup=p.on_blowup, threads=p.threads)
+                      seed=block_seed(p.seed, b), plan=p)
             for b in range(p.blocks)]
 
 

@@ -1,9 +1,9 @@
 """An ensemble run from start to finish, whatever force field builds its walkers' System.
 
 :func:`run_ensemble` is what ``flashschnet-simulate --temperatures/--blocks/--workers/--scheduler`` runs once the
-engine (:func:`flashschnet.openmm.simulate.run`) has checked its input and made the block builder
+CG run (:func:`flashschnet.openmm.simulate.run`) has checked its input and made the block builder
 (:class:`flashschnet.openmm.simulate.CGBuilder`): the blocks (in this process, or Dask actors: :mod:`.cluster`),
-the run directory and the engine's own start files, the driving loop (:func:`.driver.drive`), and a
+the run directory and the CG run's own start files, the driving loop (:func:`.driver.drive`), and a
 :class:`~flashschnet.openmm.runner.RunResult` as a plain run reports it. :func:`finish_rung_files` completes the
 per-temperature trajectories of a run that stopped after its last checkpoint but before it wrote them.
 """
@@ -39,7 +39,7 @@ def run_ensemble(plan: EnsemblePlan, builder, particles: int, trajectory_topolog
         A local Dask cluster of ``workers`` processes, or the existing one at ``scheduler``; neither: the blocks
         run in this process.
     notes : sequence of str
-        The result's notes (the engine's, e.g. the CG mapping's).
+        The result's notes (the force field's, e.g. the CG mapping's).
 
     The size and the Dask cluster are checked before the first file is written. Raises what
     :func:`~.driver.drive` raises; the blocks are closed whatever happens.

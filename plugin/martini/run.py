@@ -25,8 +25,8 @@ import openmm.unit as u
 from ...errors import InputError
 from ...cg.notes import format_list
 from ..cleaning import CLEANED_NAME, clean_pdb
-from ..runner import (FLAGS, DynamicsSettings, MDJob, RunResult, make_run_dir, open_run_dir, require_new_run_inputs,
-                      resume_already_done, run_dir, run_job)
+from ..runner import (FLAGS, DynamicsSettings, MDJob, RunResult, flag, make_run_dir, open_run_dir,
+                      require_new_run_inputs, resume_already_done, run_dir, run_job)
 from ..runner.resume import record_files
 from .prepare import FORCEFIELD_FILES, check_forcefield_dir, prepare_system
 from .system import build_system, read_gro
@@ -67,19 +67,19 @@ class MartiniSettings(DynamicsSettings):
         """Check the settings (one-line :class:`InputError` naming the option); fill in the default intervals."""
         super().validate()
         if not 1.1 <= self.padding_nm <= MAX_PADDING_NM:    # NaN fails too
-            raise InputError(f"--padding {self.padding_nm} nm is outside 1.1-{MAX_PADDING_NM:g} nm: below the 1.1 nm "
-                             "cut-off a protein sees its periodic image, above it the water box alone holds millions "
-                             "of particles (default 1.5)")
+            raise InputError(f"{flag('padding_nm')} {self.padding_nm} nm is outside 1.1-{MAX_PADDING_NM:g} nm: below "
+                             "the 1.1 nm cut-off a protein sees its periodic image, above it the water box alone holds "
+                             "millions of particles (default 1.5)")
         if not 0.0 <= self.salt_molar <= MAX_SALT_MOLAR:
-            raise InputError(f"--salt must be between 0 and {MAX_SALT_MOLAR:g} mol/L (NaCl saturates near 6 M), "
-                             f"got {self.salt_molar}")
+            raise InputError(f"{flag('salt_molar')} must be between 0 and {MAX_SALT_MOLAR:g} mol/L (NaCl saturates "
+                             f"near 6 M), got {self.salt_molar}")
         if not 0 <= self.minimize_iterations <= 2**31 - 1:
-            raise InputError(f"--minimize-iterations must be between 0 and {2**31 - 1}, got {self.minimize_iterations}")
+            raise InputError(f"{flag('minimize_iterations')} must be between 0 and {2**31 - 1}, got "
+                             f"{self.minimize_iterations}")
         check_forcefield_dir(self.forcefield_dir)
         if self.go and self.elastic:
-            raise InputError("--go replaces the elastic network (martinize2 -go, no -elastic); give --go alone or "
-                             "--no-elastic alone")
-
+            raise InputError(f"{flag('go')} replaces the elastic network (martinize2 -go, no -elastic); give "
+                             f"{flag('go')} alone or {flag('elastic')} alone")
 
 def openmm_topology(top: Topology, box_nm) -> app.Topology:
     """OpenMM topology of a MARTINI system: one chain per molecule, residues and bead names from the

@@ -24,7 +24,6 @@ tool passes its checkout).
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile
@@ -35,7 +34,8 @@ from typing import Any, Dict, List, Optional
 import torch  # before openmm/openmmtorch
 
 from flashschnet.names import VARIANTS
-from flashschnet.scripts._cli import SEED, THREADS, backend_list, check_output_dir, float_type, int_type, name_list
+from flashschnet.scripts._cli import (SEED, THREADS, backend_list, check_output_dir, float_type, from_json, int_type,
+                                      name_list)
 
 from .render import render
 
@@ -104,20 +104,13 @@ def main(argv: Optional[List[str]] = None, root: Optional[Path] = None) -> int:
     """The command line (``argv``; default ``sys.argv[1:]``); ``root``: where relative paths that are not in the
     current directory are looked up (a checkout). Exit status: 0, or 2 after a one-line error."""
     args = build_parser().parse_args(argv)
-    from flashschnet.errors import FlashSchNetError, InputError
+    from flashschnet.errors import FlashSchNetError
 
     try:
         check_output_dir(args.out, "--out")
         if args.from_json is not None:
-            src = Path(args.from_json)
-            if not src.is_file():
-                raise InputError(f"--from-json {src}: {'not a file' if src.exists() else 'no such file'}")
-            try:
-                report = json.loads(src.read_text())
-                render(report, Path(args.out))
-            except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
-                raise InputError(f"--from-json {src}: not a quantization.json of this tool ({type(exc).__name__}: "
-                                 f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+            from_json(args.from_json, "--from-json", "a quantization.json of this tool",
+                      lambda report: render(report, Path(args.out)))
             return 0
         return _measure(args, argv, root)
     except FlashSchNetError as exc:

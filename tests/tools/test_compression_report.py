@@ -90,11 +90,15 @@ def test_dynamics_fall_back_to_the_oracle_without_the_real_model(quick_report):
 
 
 def test_bad_arguments(tmp_path):
+    (tmp_path / "other.json").write_text('{"rows": []}')
     procs = [subprocess.Popen([sys.executable, str(SCRIPT), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, cwd=ROOT)
              for argv in (["--nve-runs", "1"],
-                          ["--from-json", str(tmp_path / "missing.json"), "--out", str(tmp_path / "x.md")])]
-    (_, bad_runs), (_, missing) = (p.communicate(timeout=300) for p in procs)
+                          ["--from-json", str(tmp_path / "missing.json"), "--out", str(tmp_path / "x.md")],
+                          ["--from-json", str(tmp_path / "other.json"), "--out", str(tmp_path / "x.md")])]
+    (_, bad_runs), (_, missing), (_, other) = (p.communicate(timeout=300) for p in procs)
     assert procs[0].returncode == 2 and "--nve-runs" in bad_runs and "Traceback" not in bad_runs      # argparse
     assert procs[1].returncode == 2 and "no such file" in missing and "Traceback" not in missing
+    assert procs[2].returncode == 2 and "Traceback" not in other, other
+    assert f"--from-json {tmp_path / 'other.json'}: not a compression report JSON of this tool (KeyError" in other
     assert not (tmp_path / "x.md").exists()

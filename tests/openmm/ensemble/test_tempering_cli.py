@@ -52,6 +52,7 @@ def test_tempering_run_writes_walkers_rungs_exchanges_and_resumes_bitwise(tmp_pa
     run_json = json.loads((straight / "run.json").read_text())
     assert run_json["temperatures"] == LADDER and run_json["blocks"] == 2 and run_json["exchange_interval"] == 5
     assert "workers" not in run_json and "scheduler" not in run_json
+    assert run_json["engine"] == "torch"          # the edge engine that ran (fused.engine.running_engine)
 
     # exchanges: every 5 steps, alternating even and odd pairs, probabilities in [0, 1]
     ex = _rows(straight / "exchanges.csv")
