@@ -69,7 +69,7 @@ def reference(tmp_path_factory):
     from flashschnet.openmm.reference_md import reference_md
 
     out = tmp_path_factory.mktemp("ref") / "ref.npz"
-    reference_md(PDB, str(out), frames=30, interval=100, equilibration_steps=50, progress=False, echo=lambda m: None)
+    reference_md(PDB, str(out), frames=30, interval=25, equilibration_steps=50, progress=False, echo=lambda m: None)
     return out
 
 
