@@ -62,8 +62,9 @@ EXTRAS = {
     "cuda13": [OPENMM.replace("openmm", "openmm[cuda13]"), "acellera-openmmtorch-cu13" + OPENMMTORCH],
     # flashschnet-martini, flashschnet-compare: martinize2 (vermouth) and insane write the MARTINI system
     "martini": ["vermouth>=0.15,<0.16", "insane>=1.2,<1.3", "setuptools>=70,<81"],
-    # figures (flashschnet-analyze, -compare, -train fit/validate) and HDF5 trajectories (mdtraj via PyTables)
-    "analysis": ["matplotlib>=3.8", "tables>=3.11"],
+    # figures (flashschnet-analyze, -compare, -train fit/validate), HDF5 trajectories (mdtraj via PyTables) and MBAR
+    # (flashschnet-analyze's thermodynamics of a parallel-tempering run; pymbar 4's numpy solver, jax not needed)
+    "analysis": ["matplotlib>=3.8", "tables>=3.11", "pymbar>=4.0.3,<5"],
     # MLPotential("flashschnet") in OpenMM-ML (1.8 needs openmm >= 8.6.1)
     "openmmml": ["openmmml>=1.7,<1.8"],
     # flashschnet-simulate --workers N / --scheduler ADDRESS: blocks of walkers as Dask actors
@@ -99,6 +100,7 @@ setup(
             "flashschnet-train = flashschnet.scripts.train:main",
             "flashschnet-analyze = flashschnet.scripts.analyze:main",
             "flashschnet-doctor = flashschnet.scripts.doctor:main",
+            "flashschnet-backmap = flashschnet.scripts.backmap:main",
         ],
         # OpenMM-ML finds our potential here: MLPotential("flashschnet", modelPath=...)
         "openmmml.potentials": [

@@ -24,7 +24,10 @@ A parallel-tempering run (``flashschnet-simulate --temperatures``; :meth:`RunDir
 temperature, never per walker and never pooled: each ``T<K>.dcd`` (the demultiplexed frames at that
 temperature) gets its traces, RMSF, contact map and F(RMSD, Rg) with its own kT = R T; ``log.csv`` rows go to the
 temperature their walker was at (its ``thermostat_K``, else ``walkers.csv``). ``--temperature`` and
-``--replicas`` are refused there. Nothing is reweighted between temperatures.
+``--replicas`` are refused there. Those per-temperature results are not reweighted; across temperatures,
+:mod:`flashschnet.openmm.analyze_thermo` adds MBAR's thermodynamics (``thermo.csv``: energy, heat capacity, Q, Rg,
+RMSD against T; melting temperatures; reweighted F(Q, Rg) and F(RMSD, Rg)) and the walkers' mixing
+(``exchange_diagnostics.json``), written by :mod:`flashschnet.openmm.thermo_report`.
 
 Too little data: a figure whose data fall short of ``MIN_TRACE_POINTS`` ... ``MIN_FES_FRAMES`` is still drawn,
 and :func:`~flashschnet.openmm.analyze_sufficiency.too_little_data` says (report.json ``too_little_data``,
@@ -54,6 +57,9 @@ from .analyze_report import markdown, plot_report
 from .analyze_series import RUNG_MATCH_K, log_series, trajectory_series  # noqa: F401  (RUNG_MATCH_K: its old home)
 from .analyze_sufficiency import (MIN_CONTACT_FRAMES, MIN_FES_FRAMES, MIN_RMSF_FRAMES,  # noqa: F401  (their old home)
                                   MIN_TRACE_POINTS, too_little_data)
+from .analyze_thermo import check_options as check_thermo_options
+from .analyze_thermo import tempering_thermo
+from . import thermo_report
 from .run_reader import RunDir, backbone_beads, pdb_positions, read_pdb
 from .runner.directory import make_run_dir
 
@@ -76,6 +82,9 @@ class AnalyzeSettings:
     replicas: Optional[Sequence[int]] = None  # default all
     force: bool = False                   # overwrite an existing report
     bins: Optional[int] = None            # FES bins per axis (default from the number of frames)
+    temperatures_out: Optional[str] = None   # tempering: MBAR's temperatures, "TMIN:TMAX:N" or a list (default ladder)
+    fes_temperatures: Optional[str] = None   # tempering: reweighted F(Q, Rg), F(RMSD, Rg) at these (default the ends)
+    bootstrap: Optional[int] = None          # tempering: resamplings for the melting temperatures' uncertainties
 
 
 # -- output helpers -------------------------------------------------------------------------------------
@@ -117,6 +126,7 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
         if s.replicas is not None:
             raise InputError(f"--replicas: {run_dir} is a parallel-tempering run ({span}), analysed per temperature "
                              "from its T<K>.dcd files, not per walker; drop --replicas")
+    targets, fes_temps = check_thermo_options(s.temperatures_out, s.fes_temperatures, s.bootstrap, ladder, run_dir)
     existing = [n for n in REPORT_FILES if os.path.exists(os.path.join(out, n))]
     if existing and not s.force:
         raise InputError(f"{os.path.join(out, existing[0])}: a report is already there; pass --force to overwrite "
@@ -207,6 +217,11 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
                             "reference": native_map},
             "notes": notes, "too_little_data": shortfalls, "files": list(REPORT_FILES + FIGURES),
         }
+        # across temperatures: MBAR thermodynamics (thermo.csv) and the walkers' mixing (exchange_diagnostics.json)
+        thermo, exchange, warnings = tempering_thermo(run_dir, records, list(ladder), cfg, targets, fes_temps,
+                                                      s.bootstrap, s.bins, notes)
+        result.update({"thermo": thermo, "exchange": exchange, "warnings": warnings})
+        result["files"] += thermo_report.files(result)
     else:
         # pooled maps
         cmap = contact_map(allframes, CONTACT_CUTOFF_NM, CONTACT_MIN_SEPARATION)
@@ -232,8 +247,9 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
     # all files or none: a full disk leaves no truncated figure and keeps a previous report whole (OutputError)
     with staged_files(out, what="writing the analysis report") as stage:
         plot_report(result, stage)
+        thermo_report.write(result, stage, _json_safe)
         with open(os.path.join(stage, "report.md"), "w") as f:
-            f.write(markdown(result))
+            f.write(markdown(result) + thermo_report.markdown(result))
         safe = _json_safe(result)
         with open(os.path.join(stage, "report.json"), "w") as f:
             json.dump(safe, f, indent=1, allow_nan=False)

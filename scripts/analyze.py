@@ -1,11 +1,14 @@
 """``flashschnet-analyze``: a run directory in, a report out.
 
     flashschnet-analyze RUN_DIR [--out DIR] [--reference PDB] [--temperature K] [--stride K] [--replicas 0,1]
-                        [--bins B] [--force] [--quiet]
+                        [--bins B] [--temperatures-out TMIN:TMAX:N] [--fes-temperatures T1,T2] [--bootstrap N]
+                        [--force] [--quiet]
 
 RUN_DIR is the --out of flashschnet-simulate (topology.pdb, replica_NNN.dcd, log.csv) or of flashschnet-martini
 (topology.pdb, trajectory.dcd, log.csv). A parallel-tempering run (--temperatures) is analysed per temperature
-from its T<K>.dcd files, each with its own kT (--temperature and --replicas are refused there). Writes report.md,
+from its T<K>.dcd files, each with its own kT (--temperature and --replicas are refused there), and across its
+temperatures by MBAR (thermo.csv: energy, heat capacity, Q, Rg, RMSD with uncertainties; melting temperatures;
+reweighted free-energy surfaces) with the walkers' mixing (exchange_diagnostics.json). Writes report.md,
 report.json and PNG figures into --out (default RUN_DIR/analysis); a figure with too little data to mean anything
 gets a "warning:" line saying how much more it needs. Exit status: 0 done, 2 bad input (one-line message naming
 the file and what to do; also a --out that cannot be created or written); 5, 6, 7 the report could not be written:
@@ -44,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "temperature traces, backbone RMSD (Kabsch) to a reference, radius of gyration, per-residue "
                     "RMSF, fraction of native contacts Q, a contact map and a free-energy surface F(RMSD, Rg), "
                     "one bead per residue (CA, or MARTINI's BB). A parallel-tempering run (--temperatures) is "
-                    "analysed per temperature from its T<K>.dcd files, each with its own kT. Writes report.md, "
+                    "analysed per temperature from its T<K>.dcd files, each with its own kT, and across temperatures by "
+                    "MBAR (thermo.csv, melting temperatures, exchange_diagnostics.json). Writes report.md, "
                     "report.json and PNG figures, and warns when a figure has too little data to mean anything.",
     )
     p.add_argument("run_dir", metavar="RUN_DIR", help="the --out directory of flashschnet-simulate or -martini")
@@ -61,6 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "is analysed per temperature")
     p.add_argument("--bins", type=BINS, default=None,
                    help="free-energy surface bins per axis (default: from the number of frames, 5-50)")
+    p.add_argument("--temperatures-out", default=None, metavar="LIST",
+                   help="parallel-tempering run: the temperatures (K) of thermo.csv, MBAR over every rung: N evenly "
+                        "spaced from TMIN to TMAX, or a list; within the run's ladder (default: the ladder)")
+    p.add_argument("--fes-temperatures", default=None, metavar="LIST",
+                   help="parallel-tempering run: reweighted F(Q, Rg) and F(RMSD, Rg) at these temperatures (K), within "
+                        "the ladder (default: the lowest and highest --temperatures-out)")
+    p.add_argument("--bootstrap", type=int_type(0, 100000), default=None,
+                   help="parallel-tempering run: bootstrap resamplings for the melting temperatures' uncertainties "
+                        "(default 100; 0: none)")
     p.add_argument("--force", action="store_true", help="overwrite an existing report in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
@@ -75,12 +88,15 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         settings = AnalyzeSettings(run_dir=args.run_dir, out=args.out, reference=args.reference,
                                    temperature_K=args.temperature, stride=args.stride, replicas=args.replicas,
-                                   force=args.force, bins=args.bins)
+                                   force=args.force, bins=args.bins, temperatures_out=args.temperatures_out,
+                                   fes_temperatures=args.fes_temperatures, bootstrap=args.bootstrap)
         result = analyze(settings, progress=not args.quiet, echo=echo)
         for note in result["notes"]:
             echo(f"note: {note}")
         for short in result["too_little_data"]:
             echo(f"warning: {short['message']}")
+        for line in result.get("warnings") or []:
+            echo(f"warning: {line}")
         return result
 
     def summary(result) -> str:
@@ -90,6 +106,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             recs = [(f"replica {r['replica']}", r) for r in result["replicas"]]
         rows = ", ".join(f"{name}: RMSD {r['summary']['rmsd_mean_nm']:.3f} nm" for name, r in recs[:4])
         more = f" (+{len(recs) - 4} more)" if len(recs) > 4 else ""
+        thermo = result.get("thermo")
+        if thermo:
+            m = thermo["melting"] or {}
+            tm = m.get("heat_capacity_peak_K")
+            more += (f"; thermo.csv: {len(thermo['temperatures_out_K'])} temperatures, heat-capacity peak "
+                     + ("none inside the range" if tm is None else f"{tm:.1f} K"))
         return f"done: {result['frames_total']} frames; {rows}{more}; report in {result['out']}/report.md (+ .json, .png)"
 
     return finish("flashschnet-analyze", job, summary)

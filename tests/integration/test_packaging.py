@@ -17,7 +17,8 @@ import pytest
 from conftest import EXAMPLES, ROOT
 
 SOURCES = {"model": "flashschnet", "plugin": "flashschnet.openmm", "scripts": "flashschnet.scripts"}
-OPTIONAL = ("vermouth", "insane", "matplotlib", "tables", "openmmml", "dask", "distributed", "pytest", "hypothesis")
+OPTIONAL = ("vermouth", "insane", "matplotlib", "tables", "pymbar", "openmmml", "dask", "distributed", "pytest",
+            "hypothesis")
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +115,7 @@ def test_the_verified_pins_lie_within_the_ranges(wheel):
 
 def test_console_scripts(wheel):
     scripts = _metadata(wheel, "entry_points.txt")
-    for name in ("simulate", "benchmark", "martini", "compare", "convert", "train", "analyze", "doctor"):
+    for name in ("simulate", "benchmark", "martini", "compare", "convert", "train", "analyze", "doctor", "backmap"):
         assert f"flashschnet-{name} = flashschnet.scripts.{name}:main" in scripts
     assert "quantization" not in scripts          # a maintainer's tool: python tools/quantization_report.py
 

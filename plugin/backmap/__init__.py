@@ -1,0 +1,24 @@
+"""All-atom backmapping of 5-bead CG structures and trajectories (``flashschnet-backmap``).
+
+N, CA, C and O come from their beads; side chains from pdbfixer's residue templates placed on N, CA, C, O and the
+CB bead, OXT at each C-terminus; then a short energy minimisation in amber14 + GBn2 with harmonic restraints on the
+mapped atoms removes clashes; every frame is checked (clashes, CA chirality, cis peptide bonds, restraint
+deviation) and each one that is not clean gets a note. See docs/backmapping.md for what it achieves.
+
+* :func:`backmap` -- a run directory or a CG structure in, ``backmapped.pdb`` / ``.dcd`` / ``topology_allatom.pdb``
+  out (:mod:`.job`);
+* :func:`build_skeleton`, :class:`Rebuilder`, :func:`backmap_frames` -- the steps, for frames held in memory;
+* :mod:`.checks` -- the geometry checks; :mod:`.quality` -- RMSDs from the original structure.
+"""
+from .checks import FrameCheck, check_frame
+from .driver import Backmapped, backmap_frames
+from .inputs import CGFrames, frame_selection, run_frames, structure_frames
+from .job import backmap
+from .output import drop_hydrogens, write_backmapped
+from .quality import beads_of, compare
+from .rebuild import BackmapSettings, FrameResult, Rebuilder
+from .skeleton import Skeleton, build_skeleton
+
+__all__ = ["Backmapped", "BackmapSettings", "CGFrames", "FrameCheck", "FrameResult", "Rebuilder", "Skeleton",
+           "backmap", "backmap_frames", "beads_of", "build_skeleton", "check_frame", "compare", "drop_hydrogens", "frame_selection",
+           "run_frames", "structure_frames", "write_backmapped"]

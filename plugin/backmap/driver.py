@@ -1,0 +1,119 @@
+"""Many CG frames -> all-atom frames: :class:`~flashschnet.openmm.backmap.rebuild.Rebuilder` over the frames, in
+this process or in ``workers`` processes (``concurrent.futures.ProcessPoolExecutor``, spawned: each builds its own
+rebuilder once), with a progress bar and one note per frame that did not come out clean.
+
+The first frame is always rebuilt here: it fixes the protonation states (and so the atoms) every other frame gets.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Sequence
+
+import numpy as np
+
+from .checks import FrameCheck
+from .rebuild import BackmapSettings, Rebuilder
+from .skeleton import Skeleton
+
+_WORKER: Optional[Rebuilder] = None
+
+
+def _start_worker(skeleton: Skeleton, settings: BackmapSettings, variants) -> None:
+    """ProcessPoolExecutor initializer: this process's rebuilder (one thread each unless ``settings`` say)."""
+    import torch  # noqa: F401  (torch before openmm, as everywhere in the package)
+
+    global _WORKER
+    if settings.threads is None:
+        from dataclasses import replace
+
+        settings = replace(settings, threads=1)
+    _WORKER = Rebuilder(skeleton, settings, variants)
+
+
+def _work(k: int, beads_nm: np.ndarray):
+    result = _WORKER.frame(beads_nm)
+    return k, result.positions_nm, result.check, result.notes
+
+
+@dataclass
+class Backmapped:
+    """The frames rebuilt: ``topology`` (OpenMM, with hydrogens), ``positions_nm`` [F, n_atoms, 3] in its order,
+    ``checks`` and ``notes`` per frame (a frame's notes: its problems, empty when it is clean)."""
+
+    topology: object
+    positions_nm: np.ndarray
+    checks: List[FrameCheck]
+    notes: List[List[str]]
+
+
+def backmap_frames(skeleton: Skeleton, frames_nm: np.ndarray, settings: BackmapSettings = BackmapSettings(),
+                   workers: int = 1, progress: bool = True, labels: Optional[Sequence[str]] = None,
+                   echo: Callable[[str], None] = print) -> Backmapped:
+    """Rebuild every frame of ``frames_nm`` [F, n_beads, 3] (nm).
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+    frames_nm : numpy.ndarray
+        Bead positions per frame, nm.
+    settings : BackmapSettings
+    workers : int
+        Processes (1: all in this process).
+    progress : bool
+        Show a progress bar (tqdm, on stderr).
+    labels : sequence of str, optional
+        What to call each frame in notes (default ``"frame K"``).
+    echo : callable
+        Where the per-frame notes go (one line each, ``"note: frame K: ..."``).
+    """
+    frames_nm = np.asarray(frames_nm, dtype=np.float64)
+    n = len(frames_nm)
+    labels = list(labels) if labels is not None else [f"frame {k}" for k in range(n)]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=n, unit="frame", desc="backmapping", dynamic_ncols=True)
+    positions: List[Optional[np.ndarray]] = [None] * n
+    checks: List[Optional[FrameCheck]] = [None] * n
+    notes: List[List[str]] = [[] for _ in range(n)]
+
+    def done(k, pos, check, problems):
+        positions[k], checks[k], notes[k] = pos, check, problems
+        if problems:
+            line = f"note: {labels[k]}: " + "; ".join(problems)
+            if bar is not None:
+                bar.clear()
+            echo(line)
+            if bar is not None:
+                bar.refresh()
+        if bar is not None:
+            bar.update(1)
+
+    try:
+        first = Rebuilder(skeleton, settings)
+        r = first.frame(frames_nm[0])
+        done(0, r.positions_nm, r.check, r.notes)
+        rest = list(range(1, n))
+        if workers > 1 and len(rest) > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            with ProcessPoolExecutor(max_workers=min(workers, len(rest)), mp_context=multiprocessing.get_context("spawn"),
+                                     initializer=_start_worker, initargs=(skeleton, settings, first.variants)) as pool:
+                futures = [pool.submit(_work, k, frames_nm[k]) for k in rest]
+                try:
+                    for fut in as_completed(futures):
+                        done(*fut.result())
+                except BaseException:
+                    for fut in futures:
+                        fut.cancel()
+                    raise
+        else:
+            for k in rest:
+                r = first.frame(frames_nm[k])
+                done(k, r.positions_nm, r.check, r.notes)
+    finally:
+        if bar is not None:
+            bar.close()
+    return Backmapped(topology=first.topology, positions_nm=np.stack(positions), checks=checks, notes=notes)

@@ -1,0 +1,149 @@
+"""flashschnet.openmm.backmap on trp-cage: the native structure mapped to 5 beads and rebuilt (one frame) comes back
+close to the original (backbone <= 0.3 A; all heavy atoms <= 2.5 A RMSD, the target 2.0 A is missed), without clashes, all L, no new cis
+peptide bond, and loads in mdtraj and in amber14; the checks themselves find what they look for; residue
+mismatches with the reference and --frames outside a trajectory are one-line InputErrors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import EXAMPLES
+from flashschnet.errors import InputError
+from flashschnet.openmm.backmap import (BackmapSettings, Rebuilder, build_skeleton, compare, frame_selection,
+                                        write_backmapped)
+from flashschnet.openmm.backmap import checks
+
+PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
+
+
+@pytest.fixture(scope="module")
+def native(tmp_path_factory):
+    """Trp-cage cleaned, mapped, rebuilt from its own beads: (cleaned PDBFile, rebuilder, frame result)."""
+    import openmm.app as app
+
+    from flashschnet.openmm import cg_topology
+    from flashschnet.openmm.cleaning import clean_pdb
+
+    folder = tmp_path_factory.mktemp("native")
+    cleaned = clean_pdb(PDB)
+    ref = cleaned.write(str(folder / "cleaned.pdb"))
+    mol = cleaned.molecule()
+    skeleton = build_skeleton(cg_topology(mol), ref, "trp-cage beads")
+    rebuilder = Rebuilder(skeleton, BackmapSettings())
+    result = rebuilder.frame(mol.positions / 10.0)
+    return app.PDBFile(ref), rebuilder, result, folder
+
+
+def test_native_trpcage_comes_back_close_to_the_original(native):
+    ref, rebuilder, result, _ = native
+    import openmm.unit as unit
+
+    q = compare(ref.topology, ref.getPositions(asNumpy=True).value_in_unit(unit.nanometer), rebuilder.topology,
+                result.positions_nm)
+    assert q["missing"] == 0 and q["n_heavy"] == ref.topology.getNumAtoms()
+    assert q["backbone_rmsd_nm"] <= 0.03, q          # the issue's target: 0.3 A
+    # the issue's target for all heavy atoms is 2.0 A; trp-cage misses it (2.35 A measured: TRP6's side chain is
+    # built at chi1 = -65, the native's is trans; docs/backmapping.md): this bound keeps it from getting worse
+    assert q["heavy_rmsd_nm"] <= 0.25, q
+
+
+def test_native_trpcage_is_clean(native):
+    _, rebuilder, result, _ = native
+    c = result.check
+    assert c.clashes == [] and c.d_residues == [] and c.new_cis == [], c
+    assert c.converged and c.max_deviation_nm <= checks.DEVIATION_NM, c       # 0.36 A measured
+    assert result.notes == []
+    names = [a.name for a in rebuilder.topology.atoms()]
+    assert names.count("OXT") == 1 and "H" in names         # the C-terminus closed, hydrogens for amber
+
+
+def test_backmapped_files_load_in_mdtraj_and_amber14(native):
+    import mdtraj as md
+    import openmm.app as app
+    import openmm.unit as unit
+
+    from flashschnet.openmm.backmap import drop_hydrogens
+
+    _, rebuilder, result, folder = native
+    ff = app.ForceField("amber14-all.xml", "implicit/gbn2.xml")
+    both = np.stack([result.positions_nm, result.positions_nm + 0.1])
+    with_h = folder / "with_h"
+    with_h.mkdir()
+    write_backmapped(str(with_h), rebuilder.topology, both, {"test": True})
+    pdb = app.PDBFile(str(with_h / "topology_allatom.pdb"))
+    ff.createSystem(pdb.topology)                             # no template error: every residue has its atoms
+    top, heavy = drop_hydrogens(rebuilder.topology, both)
+    assert all(a.element.symbol != "H" for a in top.atoms())
+    out = folder / "heavy"
+    out.mkdir()
+    files = write_backmapped(str(out), top, heavy, {"test": True}, first_step=10, interval=10, dt_ps=0.004)
+    traj = md.load(files["backmapped.dcd"], top=files["topology_allatom.pdb"])
+    assert traj.n_frames == 2 and traj.n_atoms == top.getNumAtoms()
+    np.testing.assert_allclose(traj.xyz, heavy, atol=2e-4)
+    models = md.load(files["backmapped.pdb"])
+    assert models.n_frames == 2
+    modeller = app.Modeller(app.PDBFile(files["topology_allatom.pdb"]).topology, heavy[0] * unit.nanometer)
+    modeller.addHydrogens(ff)
+    ff.createSystem(modeller.topology)
+    assert sorted(p.name for p in out.iterdir()) == ["backmap.json", "backmapped.dcd", "backmapped.pdb",
+                                                     "topology_allatom.pdb"]
+
+
+def test_checks_find_clashes_d_residues_and_cis_bonds(native):
+    _, rebuilder, result, _ = native
+    top, xyz = rebuilder.topology, result.positions_nm
+    mirrored = xyz * np.array([-1.0, 1.0, 1.0])                # a mirror image: every CA is D
+    n_chiral = sum(1 for r in top.residues() if r.name != "GLY")
+    assert len(checks.d_residues(mirrored, top)) == n_chiral
+    atoms = {(a.residue.index, a.name): a.index for a in top.atoms()}
+    moved = xyz.copy()
+    moved[atoms[(5, "CZ2")]] = xyz[atoms[(0, "CG")]] + 0.01    # TRP6 ring atom onto ASN1's CG
+    found = checks.clashes(moved, top)
+    assert {(min(i, j), max(i, j)) for i, j, _ in found} >= {tuple(sorted((atoms[(5, "CZ2")], atoms[(0, "CG")])))}
+    assert checks.clashes(xyz, top) == []
+    assert checks.cis_peptides(xyz, top) == []
+    w = checks.omegas(xyz, top)
+    assert len(w) == top.getNumResidues() - 1 and all(abs(v) > 150 for v in w.values())
+
+
+def test_residues_must_match_the_reference(native, tmp_path):
+    from flashschnet.openmm import cg_topology
+    from flashschnet.cg import map_pdb
+
+    mol = map_pdb(PDB)
+    other = tmp_path / "other.pdb"
+    text = (EXAMPLES / "1L2Y_trpcage.pdb").read_text().replace("TRP A   6", "PHE A   6")
+    other.write_text(text)
+    with pytest.raises(InputError, match=r"residue 6 is TRP 6, but the reference .* has PHE 6"):
+        build_skeleton(cg_topology(mol), str(other), "beads.pdb")
+    with pytest.raises(InputError, match="no such file"):
+        build_skeleton(cg_topology(mol), str(tmp_path / "none.pdb"), "beads.pdb")
+
+
+@pytest.mark.parametrize("text, n, expect", [
+    (None, 21, range(21)), ("0:3", 21, range(0, 3)), ("::10", 21, range(0, 21, 10)), ("5", 21, range(5, 6)),
+    ("1:", 3, range(1, 3))])
+def test_frame_selection(text, n, expect):
+    assert frame_selection(text, n, "t.dcd") == expect
+
+
+@pytest.mark.parametrize("text, match", [
+    ("500:600", r"has 21 frames \(0 to 20\)"), ("0:22", "has 21 frames"), ("a:b", "START:STOP:STEP"),
+    ("5:2", "selects no frame"), ("0:5:0", "STEP >= 1"), ("1:2:3:4", "START:STOP:STEP"), ("-1:", ">= 0")])
+def test_frame_selection_refuses(text, match):
+    with pytest.raises(InputError, match=match):
+        frame_selection(text, 21, "t.dcd")
+
+
+def test_a_failed_write_leaves_the_previous_files(native, tmp_path, write_faults):
+    from flashschnet.errors import OutputError
+    from flashschnet.openmm.backmap import output
+
+    _, rebuilder, result, _ = native
+    pos = result.positions_nm[None]
+    write_backmapped(str(tmp_path), rebuilder.topology, pos, {"n": 1})
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    write_faults.fail("backmapped.dcd", module=output, limit=100)
+    with pytest.raises(OutputError, match="backmapped.dcd"):
+        write_backmapped(str(tmp_path), rebuilder.topology, np.concatenate([pos, pos]), {"n": 2})
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before     # no staging folder left either
