@@ -24,6 +24,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import InputError
+from .ensemble.ladder import split_temperatures
 
 DEFAULT_BOOTSTRAP = 100
 #: a temperature list may hold at most this many temperatures (a 1000-row table is already more than a figure shows)
@@ -39,16 +40,13 @@ def parse_temperature_list(text: str, option: str) -> List[float]:
     and positive. Anything else: a one-line :class:`InputError` naming ``option``."""
     text = str(text).strip()
     try:
-        if ":" in text:
-            parts = text.split(":")
-            if len(parts) != 3:
-                raise ValueError
-            lo, hi, n = float(parts[0]), float(parts[1]), int(parts[2])
+        spec = split_temperatures(text, skip_empty=False)
+        if isinstance(spec, tuple):
+            lo, hi, n = spec
             if not (1 <= n <= MAX_TEMPERATURES) or (n > 1 and not hi > lo) or (n == 1 and hi != lo):
-                raise ValueError
-            temps = list(np.linspace(lo, hi, n))
-        else:
-            temps = [float(t) for t in text.split(",")]
+                raise ValueError(text)
+            spec = list(np.linspace(lo, hi, n))
+        temps = spec
     except ValueError:
         raise InputError(f"{option} {text!r}: give TMIN:TMAX:N (N evenly spaced temperatures, K, TMIN < TMAX) or a "
                          "comma-separated list, e.g. 280:420:29 or 300,350") from None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import List, Sequence
+from typing import List, Sequence, Tuple, Union
 
 from ...errors import InputError
 
@@ -38,25 +38,33 @@ def check_ladder(temps: Sequence[float], option: str = "--temperatures") -> List
     return temps
 
 
+def split_temperatures(text: str, skip_empty: bool = True) -> Union[Tuple[float, float, int], List[float]]:
+    """``"TMIN:TMAX:N"`` -> ``(TMIN, TMAX, N)``; ``"T1,T2,..."`` -> ``[T1, T2, ...]`` (kelvin, unchecked; empty
+    items skipped, or with ``skip_empty=False`` refused). Raises ValueError on anything else (the caller says what
+    its option wants)."""
+    text = str(text).strip()
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) != 3:
+            raise ValueError(text)
+        return float(parts[0]), float(parts[1]), int(parts[2])
+    return [float(t) for t in text.split(",") if t.strip() or not skip_empty]
+
+
 def parse_temperatures(text: str, option: str = "--temperatures") -> List[float]:
     """``"300:450:8"`` -> 8 geometric rungs from 300 to 450 K; ``"300,320,345"`` -> that list (checked by
     :func:`check_ladder`). Raises :class:`InputError` (one line) on anything else."""
     text = str(text).strip()
     try:
-        if ":" in text:
-            parts = text.split(":")
-            if len(parts) != 3:
-                raise ValueError
-            t_min, t_max, n = float(parts[0]), float(parts[1]), int(parts[2])
-        else:
-            temps = [float(t) for t in text.split(",") if t.strip()]
+        spec = split_temperatures(text)
     except ValueError:
         raise InputError(f"{option} {text!r}: give TMIN:TMAX:N (a geometric ladder of N temperatures, K) or a "
                          "comma-separated increasing list, e.g. 300:450:8 or 300,320,345") from None
-    if ":" in text:
+    if isinstance(spec, tuple):
+        t_min, t_max, n = spec
         check_ladder([t_min, t_max], option)
         return check_ladder(geometric_ladder(t_min, t_max, n, option), option)
-    return check_ladder(temps, option)
+    return check_ladder(spec, option)
 
 
 def rung_name(t_kelvin: float) -> str:
