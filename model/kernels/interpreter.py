@@ -26,6 +26,7 @@ from typing import Dict, FrozenSet, List, Set
 import numpy as np
 
 _installed = False
+_numpy_fix = False                  # whether install() put the numpy fix in place
 _launches: List[Set[int]] = []      # ids of the language modules the running launch patched (one entry at most)
 _seen: Dict[int, FrozenSet[int]] = {}    # a module's globals (by id) -> its language modules' ids
 
@@ -104,5 +105,3 @@ def install() -> bool:
     _installed = True
     return _numpy_fix
 
-
-_numpy_fix = False

@@ -11,13 +11,13 @@ Bad input is an :class:`~flashschnet.errors.InputError`, one line naming the fil
 from __future__ import annotations
 
 import os
-import warnings
 from dataclasses import dataclass, field
 from typing import List, Optional
 
 import numpy as np
 
 from ...errors import InputError
+from .skeleton import read_openmm_pdb
 
 
 @dataclass
@@ -90,18 +90,8 @@ def frame_selection(text: Optional[str], n_frames: int, source: str) -> range:
 
 def _read_cg_pdb(path: str, option: str):
     """An OpenMM PDBFile of a CG structure; InputError when missing or unreadable."""
-    import openmm.app as app
-
-    if not os.path.isfile(path):
-        raise InputError(f"{option}{path}: {'not a file' if os.path.exists(path) else 'missing'}; give the CG "
-                         "structure (the topology.pdb flashschnet-simulate writes)")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return app.PDBFile(path)
-    except Exception as exc:                     # OpenMM's reader raises whatever it hits
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(f"{option}{path}: not a readable PDB file ({first}); give the CG structure") from None
+    return read_openmm_pdb(path, f"{option}{path}", "missing", "give the CG structure (the topology.pdb "
+                           "flashschnet-simulate writes)", "give the CG structure")
 
 
 def run_frames(run_dir: str, replica: Optional[int] = None, temperature_K: Optional[float] = None,

@@ -60,21 +60,27 @@ class Skeleton:
         return app.PDBFile(io.StringIO(self.text)).topology
 
 
-def read_reference(path: str):
-    """The reference PDB as an ``openmm.app.PDBFile`` (first model); InputError when it cannot be read."""
+def read_openmm_pdb(path: str, what: str, absent: str, give: str, give_readable: str):
+    """``path`` as an ``openmm.app.PDBFile``; a one-line InputError starting with ``what`` (e.g. ``"--reference
+    PATH"``) when it is not a file (``absent``: the word for a path that does not exist) or OpenMM cannot read it,
+    ending with what to ``give`` (``give_readable`` for an unreadable file)."""
     if not os.path.isfile(path):
-        raise InputError(f"--reference {path}: {'not a file' if os.path.exists(path) else 'no such file'}; give the "
-                         "all-atom PDB the CG structure was mapped from (a run directory's cleaned.pdb)")
+        raise InputError(f"{what}: {'not a file' if os.path.exists(path) else absent}; {give}")
     import openmm.app as app
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            pdb = app.PDBFile(path)
+            return app.PDBFile(path)
     except Exception as exc:                      # OpenMM's reader raises whatever it hits
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(f"--reference {path}: not a readable PDB file ({first}); give the cleaned.pdb of the run") \
-            from None
+        raise InputError(f"{what}: not a readable PDB file ({first}); {give_readable}") from None
+
+
+def read_reference(path: str):
+    """The reference PDB as an ``openmm.app.PDBFile`` (first model); InputError when it cannot be read."""
+    pdb = read_openmm_pdb(path, f"--reference {path}", "no such file", "give the all-atom PDB the CG structure was "
+                          "mapped from (a run directory's cleaned.pdb)", "give the cleaned.pdb of the run")
     if pdb.topology.getNumAtoms() == 0:
         raise InputError(f"--reference {path}: no atoms; give the cleaned.pdb of the run")
     return pdb
