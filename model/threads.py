@@ -7,8 +7,9 @@ threads is the fastest choice for the exact trp-cage model (1 thread: 25-35% slo
 another program, the thread that shares that core is preempted for whole scheduler slices and every parallel
 region waits for it: 2 threads ran 2-5x slower than 1 (and much slower already beside a core other programs use
 only part of the time). Making the threads sleep at once (``OMP_WAIT_POLICY=PASSIVE``) softens that cliff but
-halves the speed on the idle machine, spinning forever (``ACTIVE``) is worse on both, and no fixed thread count
-or wait policy keeps within 20% of the best choice on both. So the count follows the machine: :func:`run_threads` samples ``/proc/stat`` for
+halves the speed on the idle machine; spinning forever (``ACTIVE``) gains about 10% on the idle machine but is
+2-4x slower on the loaded one (and the policy is fixed when PyTorch's OpenMP library loads, so a run cannot follow
+load that appears later); no fixed thread count or wait policy keeps within 20% of the best choice on both. So the count follows the machine: :func:`run_threads` samples ``/proc/stat`` for
 :data:`SAMPLE_S` seconds once the run has read its input and runs PyTorch on the cores that other programs use
 less than :data:`BUSY_CORE` of (at least one, at most PyTorch's default). A core counts as busy early because
 the errors cost unequally: 1 thread on an idle machine loses at most about a third, 2 threads beside a busy

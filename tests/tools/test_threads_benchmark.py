@@ -60,14 +60,42 @@ def test_rows_hold_medians_the_best_and_the_defaults_loss():
     assert first["best"] == "before" and first["default_loss"] == pytest.approx(1 - 30 / 33)
     assert first["default_threads"] == [2] and rows[2]["default_threads"] == [1]
     assert rows[3]["best"] == "threads1" and rows[3]["default_loss"] == pytest.approx(1 / 3)
+    # where the default ran another column's settings (its twin), both columns' rounds pooled, against the others
+    assert [r["twin"] for r in rows] == ["before", "before", "threads1", "threads1"]
+    assert first["pooled"] == 31.5 and first["pooled_best"] is None and first["pooled_loss"] == 0.0
+    assert rows[3]["pooled"] == 12.5 and rows[3]["pooled_loss"] == 0.0      # --threads 2 (1 ns/day) is no rival
+    v = tb.verdict(rows)
+    assert v["ok"] is True and v["worst_loss"] == 0.0
+    # no twin (a count that varied between rounds): the default's own column decides
+    report = _report()
+    for r in report["records"]:
+        if r["load"] == "loaded" and r["replicas"] == 8 and r["config"] == "default" and r["round"] == 0:
+            r["torch_threads"] = 2
+    rows = tb.summarise(report)
+    assert rows[3]["twin"] is None and rows[3]["pooled_loss"] is None
     v = tb.verdict(rows)
     assert v["ok"] is False and v["worst"] == "loaded exact R=8" and v["worst_loss"] == pytest.approx(1 / 3)
+
+
+def test_a_twin_runs_the_defaults_settings_exactly():
+    assert tb.twin_of([2, 2], ["default", "threads1", "passive", "active", "before"], 2) == "before"
+    assert tb.twin_of([1], ["default", "passive", "threads1"], 2) == "threads1"
+    assert tb.twin_of([1, 2], ["default", "threads1", "before"], 2) is None      # it chose differently
+    assert tb.twin_of([2], ["default", "passive", "active", "omm1"], 2) is None  # OpenMP variables set: not twins
+    assert tb.twin_of([4], ["default", "before"], 2) is None
 
 
 def test_verdict_passes_within_20_percent():
     speeds = {k: dict(v, default=[max(x) * 0.85 for x in zip(*v.values())]) for k, v in SPEEDS.items()}
     v = tb.verdict(tb.summarise(_report(speeds)))
     assert v["ok"] is True and v["worst_loss"] <= tb.TOLERANCE
+    # a rival 30% faster than the default's settings (both twins) fails it
+    speeds = {k: dict(v, passive=[1.3 * max(a, b) for a, b in zip(v["default"], v["before"])])
+              for k, v in SPEEDS.items() if k[0] == "idle"}
+    report = _report(speeds)
+    report["settings"]["configs"].append("passive")
+    v = tb.verdict(tb.summarise(report))
+    assert v["ok"] is False and v["worst_loss"] > tb.TOLERANCE
 
 
 def test_rendered_table():
@@ -75,12 +103,13 @@ def test_rendered_table():
     lines = text.splitlines()
     header = next(ln for ln in lines if ln.startswith("| load |"))
     assert header == ("| load | model | R | default | --threads 1 | --threads 2 (before) | best | default vs best "
-                      "| default's threads |")
-    assert "| idle | exact | 1 | 30 | 21 | **33** | --threads 2 (before) | -9% | 2 |" in lines
-    assert "| loaded | exact | 8 | 10 | **15** | 1 | --threads 1 | -33% | 1 |" in lines
-    # where the default ran --threads 1's settings (loaded), the two columns show the noise: 10% and 33%
-    assert "those pairs of columns differ by 22% (median; at most 33%)" in text
-    assert "does NOT keep within 20%" in text and "2-core AMD EPYC" in text
+                      "| default's settings, pooled | vs best other | default's threads |")
+    assert ("| idle | exact | 1 | 30 | 21 | **33** | --threads 2 (before) | -9% | 31.5 (with --threads 2 (before)) "
+            "| -0% | 2 |") in lines
+    assert "| loaded | exact | 8 | 10 | **15** | 1 | --threads 1 | -33% | 12.5 (with --threads 1) | -0% | 1 |" in lines
+    # where the default ran a twin's settings, the two columns show the noise: 9%, 5%, 10%, 33%
+    assert "the two columns differ by 10% (median; at most 33%)" in text
+    assert "keeps within 20%" in text and "2-core AMD EPYC" in text
     assert "python tools/threads_benchmark.py --rounds 3 --steps 300" in text
     assert "not measured on an idle machine" not in text
     noisy = tb.render(_report(background=0.9))
@@ -117,7 +146,7 @@ def test_render_option_updates_the_doc_without_measuring(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = doc.read_text()
     assert "stale" not in text and text.endswith(f"{tb.END}\n\n## Next\n") and text.count(tb.SECTION) == 1
-    assert "| loaded | exact | 1 | 18 | **20** | 3 | --threads 1 | -10% | 1 |" in text
+    assert "| loaded | exact | 1 | 18 | **20** | 3 | --threads 1 | -10% | 19 (with --threads 1) | -0% | 1 |" in text
     assert "wrote the threads section" in proc.stdout
 
 
