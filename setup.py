@@ -69,9 +69,14 @@ EXTRAS = {
     "openmmml": ["openmmml>=1.7,<1.8"],
     # flashschnet-simulate --workers N / --scheduler ADDRESS: blocks of walkers as Dask actors
     "cluster": ["dask>=2026.8", "distributed>=2026.8"],
+    # flashschnet-backmap: FASPR packs side chains (pyfaspr compiles it with g++ when installed from its source
+    # package, and carries a prebuilt Linux x86-64 executable besides), PULCHRA rebuilds backbones from CA atoms
+    # (pulchra's Python port reads PDB files with Biopython). Pinned: their output is the backmapped structure.
+    "backmap": ["pyfaspr==0.3.1", "pulchra==1.0.1", "biopython>=1.79"],
     "test": [r for r in _requirements("requirements-test.txt") if r.startswith(("pytest", "hypothesis"))],
 }
-EXTRAS["all"] = sorted({r for extra in ("martini", "analysis", "openmmml", "cluster", "test") for r in EXTRAS[extra]})
+EXTRAS["all"] = sorted({r for extra in ("martini", "analysis", "openmmml", "cluster", "backmap", "test")
+                        for r in EXTRAS[extra]})
 EXTRAS["pinned"] = _requirements("requirements.txt")      # the verified versions, exactly
 
 

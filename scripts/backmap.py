@@ -1,7 +1,8 @@
-"""``flashschnet-backmap``: 5-bead CG frames in, all-atom structures out.
+"""``flashschnet-backmap``: 5-bead or CA CG frames in, all-atom structures out.
 
     flashschnet-backmap RUN_DIR [--replica R | --temperature T] [--frames START:STOP:STEP] --out OUT
-                        [--reference CLEANED.pdb] [--hydrogens] [--workers N] [--quiet]
+                        [--reference CLEANED.pdb] [--hydrogens] [--side-chains faspr|templates]
+                        [--workers N | --scheduler ADDRESS] [--quiet]
     flashschnet-backmap --structure CG.pdb --reference CLEANED.pdb --out OUT [--hydrogens]
 
 Writes OUT/backmapped.pdb (one MODEL per frame), OUT/backmapped.dcd with OUT/topology_allatom.pdb, and
@@ -22,10 +23,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="flashschnet-backmap",
         epilog=exit_statuses(),
-        description="Rebuild all-atom structures from 5-bead CG frames (beads N, CA, CB, C, O): a run directory "
-                    "of flashschnet-simulate, or one CG structure with --structure. N, CA, C, O stay on their "
-                    "beads, side chains come from pdbfixer's residue templates placed on the CB bead, and a short "
-                    "amber14/GBn2 minimisation with restraints on the mapped atoms removes clashes. Each frame that "
+        description="Rebuild all-atom structures from CG frames of the 5-bead mapping (beads N, CA, CB, C, O) or "
+                    "the CA mapping: a run directory of flashschnet-simulate, or one CG structure with --structure. "
+                    "The beads' atoms stay on them (CA only: PULCHRA rebuilds N, C and O from the CA trace), side "
+                    "chains are packed on each frame's backbone by FASPR and placed along the CB bead, and a short "
+                    "amber14/GBn2 minimisation with restraints on the beads' atoms removes clashes. Each frame that "
                     "keeps a clash, a D residue, a new cis peptide bond or a mapped atom off its bead gets a note. "
                     "Writes OUT/backmapped.pdb (a MODEL per frame), OUT/backmapped.dcd with "
                     "OUT/topology_allatom.pdb, and OUT/backmap.json.",
@@ -33,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir", metavar="RUN_DIR", nargs="?", default=None,
                    help="the --out directory of flashschnet-simulate (topology.pdb, replica_NNN.dcd, cleaned.pdb)")
     p.add_argument("--structure", default=None,
-                   help="instead of RUN_DIR: a 5-bead CG PDB file (e.g. a run's topology.pdb; every MODEL a frame)")
+                   help="instead of RUN_DIR: a 5-bead or CA CG PDB file (e.g. a run's topology.pdb; every MODEL a "
+                        "frame)")
     p.add_argument("--reference", default=None,
                    help="the all-atom PDB the CG structure was mapped from: it names the residues and chains "
                         "(default for RUN_DIR: RUN_DIR/cleaned.pdb; required with --structure)")
@@ -46,8 +49,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="frames to backmap, as a Python slice of the trajectory (e.g. 0:100:10; default all)")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--hydrogens", action="store_true", help="keep the hydrogens (default: heavy atoms only)")
-    p.add_argument("--workers", type=int_type(1, 256), default=1,
-                   help="processes rebuilding frames in parallel (default 1)")
+    p.add_argument("--side-chains", choices=("faspr", "templates"), default="faspr",
+                   help="faspr (default): each frame's side chains packed on its backbone by FASPR (pip package "
+                        "pyfaspr), the best rotamers of a backbone-dependent library; templates: pdbfixer's residue "
+                        "templates, one rotamer per residue type (no extra package; less accurate)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int_type(1, 256), default=1,
+                       help="processes rebuilding frames in parallel (default 1)")
+    where.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="rebuild the frames on the workers of this Dask scheduler (e.g. tcp://host:8786; the "
+                            "workers need flashschnet installed and read nothing from disk)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -60,11 +71,13 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         if (args.run_dir is None) == (args.structure is None):
             raise InputError("give RUN_DIR or --structure CG.pdb (one of them)")
-        from flashschnet.openmm.backmap import backmap
+        from flashschnet.openmm.backmap import BackmapSettings, backmap
 
         return backmap(args.out, run_dir=args.run_dir, structure=args.structure, reference=args.reference,
                        replica=args.replica, temperature_K=args.temperature, frames=args.frames,
-                       hydrogens=args.hydrogens, workers=args.workers, progress=not args.quiet, echo=echo)
+                       hydrogens=args.hydrogens, workers=args.workers, scheduler=args.scheduler,
+                       progress=not args.quiet, echo=echo,
+                       settings=BackmapSettings(side_chains=args.side_chains))
 
     def summary(result) -> str:
         n = len(result["frames"])

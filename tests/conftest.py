@@ -67,6 +67,20 @@ def platforms():
     return [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
 
 
+@pytest.fixture(scope="session")
+def tempering_run(tmp_path_factory):
+    """A tiny parallel-tempering run of trp-cage (placeholder model): 3 temperatures 300-400 K, 40 steps, an
+    exchange and a frame every 10 steps. Shared by the tests that read one (thermodynamics, backmapping): do not
+    write into it (copy it first)."""
+    from flashschnet.scripts.simulate import main as simulate
+
+    out = tmp_path_factory.mktemp("tempering") / "run"
+    assert simulate([str(EXAMPLES / "1L2Y_trpcage.pdb"), "--model", str(EXAMPLES / "trpcage_placeholder.pt"),
+                     "--steps", "40", "--temperatures", "300:400:3", "--exchange-interval", "10", "--report-interval",
+                     "10", "--out", str(out), "--seed", "3", "--quiet", "--threads", "1"]) == 0
+    return out
+
+
 @pytest.fixture
 def write_faults(monkeypatch):
     """Fault injection for writes (:class:`helpers.faults.WriteFaults`): e.g.

@@ -1,9 +1,11 @@
-"""All-atom backmapping of 5-bead CG structures and trajectories (``flashschnet-backmap``).
+"""All-atom backmapping of 5-bead and CA CG structures and trajectories (``flashschnet-backmap``).
 
-N, CA, C and O come from their beads; side chains from pdbfixer's residue templates placed on N, CA, C, O and the
-CB bead, OXT at each C-terminus; then a short energy minimisation in amber14 + GBn2 with harmonic restraints on the
-mapped atoms removes clashes; every frame is checked (clashes, CA chirality, cis peptide bonds, restraint
-deviation) and each one that is not clean gets a note. See docs/backmapping.md for what it achieves.
+5 beads: N, CA, C, O and CB come from their beads. CA: CA from its bead, N, C and O rebuilt from the CA trace by
+PULCHRA (:mod:`.pulchra`), CB in ideal geometry on them. Side chains: packed on each frame's backbone by FASPR
+(:mod:`.faspr`; or pdbfixer's residue templates, ``BackmapSettings(side_chains="templates")``), placed along the CB
+bead; OXT at each C-terminus; then a short energy minimisation in amber14 + GBn2 with harmonic restraints on the
+atoms that sit on beads removes clashes; every frame is checked (clashes, CA chirality, cis peptide bonds,
+restraint deviation) and each one that is not clean gets a note. See docs/backmapping.md for what it achieves.
 
 * :func:`backmap` -- a run directory or a CG structure in, ``backmapped.pdb`` / ``.dcd`` / ``topology_allatom.pdb``
   out (:mod:`.job`);

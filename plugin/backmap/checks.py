@@ -110,7 +110,8 @@ def cis_peptides(positions_nm: np.ndarray, topology) -> List[int]:
 class FrameCheck:
     """What the checks found in one backmapped frame (empty lists: all well).
 
-    ``clashes``: ``(atom i, atom j, nm)`` (:func:`clashes`); ``d_residues``: residues with D chirality at CA;
+    ``clashes``: ``(atom i, atom j, nm)`` (:func:`clashes`); ``d_residues``: residues with D chirality at CA where
+    the CG input makes them L (a residue D in the beads themselves stays D, and is not noted);
     ``new_cis``: residues whose peptide bond is cis where the CG input does not make it so (cis in the skeleton's
     beads is kept, and not noted); ``max_deviation_nm``: the largest distance of a mapped atom from its bead;
     ``converged``: the minimiser stopped within its iteration limit.
@@ -149,11 +150,13 @@ class FrameCheck:
 
 
 def check_frame(positions_nm: np.ndarray, topology, mapped: Sequence[int], targets_nm: np.ndarray,
-                cis_in_input: Sequence[int] = (), exclude=None, converged: bool = True) -> FrameCheck:
+                cis_in_input: Sequence[int] = (), exclude=None, converged: bool = True,
+                d_in_input: Sequence[int] = ()) -> FrameCheck:
     """All checks of one frame: ``mapped`` atoms' distances from ``targets_nm`` (their beads); cis peptide bonds
-    not in ``cis_in_input`` are new."""
+    not in ``cis_in_input`` and D residues not in ``d_in_input`` are new."""
     xyz = np.asarray(positions_nm, dtype=np.float64)
     dev = np.linalg.norm(xyz[np.asarray(mapped, dtype=np.int64)] - np.asarray(targets_nm, dtype=np.float64), axis=1)
-    return FrameCheck(clashes=clashes(xyz, topology, exclude=exclude), d_residues=d_residues(xyz, topology),
+    return FrameCheck(clashes=clashes(xyz, topology, exclude=exclude),
+                      d_residues=[i for i in d_residues(xyz, topology) if i not in set(d_in_input)],
                       new_cis=[i for i in cis_peptides(xyz, topology) if i not in set(cis_in_input)],
                       max_deviation_nm=float(dev.max()) if dev.size else 0.0, converged=converged)

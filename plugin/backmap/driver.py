@@ -1,11 +1,14 @@
 """Many CG frames -> all-atom frames: :class:`~flashschnet.openmm.backmap.rebuild.Rebuilder` over the frames, in
-this process or in ``workers`` processes (``concurrent.futures.ProcessPoolExecutor``, spawned: each builds its own
-rebuilder once), with a progress bar and one note per frame that did not come out clean.
+this process, in ``workers`` processes (``concurrent.futures.ProcessPoolExecutor``, spawned: each builds its own
+rebuilder once) or on the workers of a Dask scheduler (``scheduler``: one task per frame, each worker thread builds
+its rebuilder once; a task whose worker dies is run again elsewhere by Dask), with a progress bar and one note per
+frame that did not come out clean.
 
 The first frame is always rebuilt here: it fixes the protonation states (and so the atoms) every other frame gets.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence
 
@@ -19,19 +22,30 @@ _WORKER: Optional[Rebuilder] = None
 
 
 def _start_worker(skeleton: Skeleton, settings: BackmapSettings, variants) -> None:
-    """ProcessPoolExecutor initializer: this process's rebuilder (one thread each unless ``settings`` say)."""
+    """ProcessPoolExecutor initializer: this process's rebuilder."""
     import torch  # noqa: F401  (torch before openmm, as everywhere in the package)
 
     global _WORKER
-    if settings.threads is None:
-        from dataclasses import replace
-
-        settings = replace(settings, threads=1)
     _WORKER = Rebuilder(skeleton, settings, variants)
 
 
 def _work(k: int, beads_nm: np.ndarray):
     result = _WORKER.frame(beads_nm)
+    return k, result.positions_nm, result.check, result.notes
+
+
+_DASK = threading.local()       # a Dask worker thread's rebuilder: (key, Rebuilder)
+
+
+def _dask_work(k: int, beads_nm: np.ndarray, skeleton: Skeleton, settings: BackmapSettings, variants):
+    """One frame on a Dask worker; the thread's rebuilder is built on its first frame of this job."""
+    key = (skeleton.text, skeleton.bead_index.tobytes(), settings, repr(variants))
+    held = getattr(_DASK, "rebuilder", None)
+    if held is None or held[0] != key:
+        import torch  # noqa: F401  (torch before openmm, as everywhere in the package)
+
+        _DASK.rebuilder = held = (key, Rebuilder(skeleton, settings, variants))
+    result = held[1].frame(beads_nm)
     return k, result.positions_nm, result.check, result.notes
 
 
@@ -48,7 +62,7 @@ class Backmapped:
 
 def backmap_frames(skeleton: Skeleton, frames_nm: np.ndarray, settings: BackmapSettings = BackmapSettings(),
                    workers: int = 1, progress: bool = True, labels: Optional[Sequence[str]] = None,
-                   echo: Callable[[str], None] = print) -> Backmapped:
+                   echo: Callable[[str], None] = print, scheduler: Optional[str] = None) -> Backmapped:
     """Rebuild every frame of ``frames_nm`` [F, n_beads, 3] (nm).
 
     Parameters
@@ -65,6 +79,10 @@ def backmap_frames(skeleton: Skeleton, frames_nm: np.ndarray, settings: BackmapS
         What to call each frame in notes (default ``"frame K"``).
     echo : callable
         Where the per-frame notes go (one line each, ``"note: frame K: ..."``).
+    scheduler : str or distributed.Client, optional
+        The address of a Dask scheduler (``tcp://host:8786``) or a client connected to one: the frames after the
+        first are rebuilt on its workers (which need flashschnet installed) instead of in ``workers`` processes.
+        A client given is left open.
     """
     frames_nm = np.asarray(frames_nm, dtype=np.float64)
     n = len(frames_nm)
@@ -95,7 +113,9 @@ def backmap_frames(skeleton: Skeleton, frames_nm: np.ndarray, settings: BackmapS
         r = first.frame(frames_nm[0])
         done(0, r.positions_nm, r.check, r.notes)
         rest = list(range(1, n))
-        if workers > 1 and len(rest) > 1:
+        if scheduler and rest:
+            _on_dask(scheduler, skeleton, settings, first.variants, frames_nm, rest, done, echo)
+        elif workers > 1 and len(rest) > 1:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -117,3 +137,20 @@ def backmap_frames(skeleton: Skeleton, frames_nm: np.ndarray, settings: BackmapS
         if bar is not None:
             bar.close()
     return Backmapped(topology=first.topology, positions_nm=np.stack(positions), checks=checks, notes=notes)
+
+
+def _on_dask(scheduler, skeleton: Skeleton, settings: BackmapSettings, variants, frames_nm: np.ndarray,
+             rest: List[int], done: Callable, echo: Callable[[str], None]) -> None:
+    """Frames ``rest`` rebuilt on the workers of the Dask scheduler at ``scheduler`` (an address, or a connected
+    client); ``done`` gets each result."""
+    from ..ensemble.cluster import connect_scheduler, results_as_completed
+
+    own = isinstance(scheduler, str)
+    client = connect_scheduler(scheduler, echo=echo) if own else scheduler
+    try:
+        for result in results_as_completed(client, _dask_work, [(k, frames_nm[k]) for k in rest],
+                                           (skeleton, settings, variants)):
+            done(*result)
+    finally:
+        if own:
+            client.close()

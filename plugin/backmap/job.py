@@ -24,7 +24,7 @@ def backmap(out: str, run_dir: Optional[str] = None, structure: Optional[str] = 
             reference: Optional[str] = None, replica: Optional[int] = None, temperature_K: Optional[float] = None,
             frames: Optional[str] = None, hydrogens: bool = False, workers: int = 1,
             settings: BackmapSettings = BackmapSettings(), progress: bool = True,
-            echo: Callable[[str], None] = print) -> dict:
+            echo: Callable[[str], None] = print, scheduler: Optional[str] = None) -> dict:
     """Backmap the frames of a run directory (``run_dir``) or of a CG structure (``structure`` with
     ``reference``) to all atoms; write ``out/backmapped.pdb``, ``backmapped.dcd``, ``topology_allatom.pdb`` and
     ``backmap.json``.
@@ -46,6 +46,8 @@ def backmap(out: str, run_dir: Optional[str] = None, structure: Optional[str] = 
         Keep the hydrogens (otherwise heavy atoms only).
     workers : int
         Processes rebuilding frames.
+    scheduler : str, optional
+        Instead: the address of a Dask scheduler whose workers rebuild the frames.
     settings : BackmapSettings
     progress : bool
         A progress bar.
@@ -68,6 +70,8 @@ def backmap(out: str, run_dir: Optional[str] = None, structure: Optional[str] = 
         raise InputError("give a run directory or --structure CG.pdb (one of them)")
     if workers < 1:
         raise InputError(f"--workers must be >= 1, got {workers}")
+    if scheduler is not None and workers != 1:
+        raise InputError("give one of --workers N (processes here) and --scheduler ADDRESS (a Dask cluster)")
     if not out or not str(out).strip():
         raise InputError("--out is empty; give a directory")
     if os.path.exists(out) and not os.path.isdir(out):
@@ -84,12 +88,29 @@ def backmap(out: str, run_dir: Optional[str] = None, structure: Optional[str] = 
     for line in cg.notes:
         echo(f"note: {line}")
     skeleton = build_skeleton(cg.topology, cg.reference, cg.topology_source)
-    make_run_dir(out)
-    t0 = time.perf_counter()
-    labels = [f"frame {k}" for k in cg.frames]
-    done = backmap_frames(skeleton, cg.positions_nm, settings, workers=workers, progress=progress, labels=labels,
-                          echo=echo)
-    seconds = time.perf_counter() - t0
+    if settings.side_chains == "faspr":
+        from .faspr import faspr_executable
+
+        faspr_executable()                      # missing FASPR: one line, before anything is written
+    if skeleton.mapping == "ca":
+        from .pulchra import check_pulchra
+
+        check_pulchra()
+    client = None
+    if scheduler is not None:                   # an unreachable scheduler: one line, before anything is written
+        from ..ensemble.cluster import connect_scheduler
+
+        client = connect_scheduler(scheduler, echo=echo)
+    try:
+        make_run_dir(out)
+        t0 = time.perf_counter()
+        labels = [f"frame {k}" for k in cg.frames]
+        done = backmap_frames(skeleton, cg.positions_nm, settings, workers=workers, progress=progress, labels=labels,
+                              echo=echo, scheduler=client)
+        seconds = time.perf_counter() - t0
+    finally:
+        if client is not None:
+            client.close()
     topology, positions = done.topology, done.positions_nm
     if not hydrogens:
         topology, positions = drop_hydrogens(topology, positions)
@@ -102,6 +123,7 @@ def backmap(out: str, run_dir: Optional[str] = None, structure: Optional[str] = 
     summary = {"source": os.path.abspath(cg.source), "topology": os.path.abspath(cg.topology_source),
                "reference": os.path.abspath(cg.reference), "what": cg.what, "frames": cg.frames,
                "hydrogens": bool(hydrogens), "atoms": topology.getNumAtoms(), "workers": workers,
+               "scheduler": scheduler, "mapping": skeleton.mapping,
                "settings": asdict(settings), "seconds": seconds, "frames_per_second": len(cg.frames) / seconds,
                "frames_with_notes": sum(1 for n in done.notes if n), "per_frame": per_frame}
     files = write_backmapped(out, topology, positions, summary, cg.first_step, cg.interval, cg.dt_ps)

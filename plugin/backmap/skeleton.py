@@ -1,5 +1,6 @@
-"""The skeleton a backmapping starts from: the reference's residues (names, chains, numbers) with the atoms the CG
-beads stand for (N, CA, C, O and, but for glycine, CB), each taking its position from one bead.
+"""The skeleton a backmapping starts from: the reference's residues (names, chains, numbers) with N, CA, C, O and,
+but for glycine, CB. In the 5-bead mapping each of them takes its position from its bead; in the CA mapping only CA
+does, and the others are rebuilt from the CA trace (:mod:`.pulchra`).
 
 The CG structure (a run's ``topology.pdb``, or :func:`flashschnet.openmm.cg_topology` of a mapped molecule) says
 which bead is which atom; the reference (the run's ``cleaned.pdb``, the all-atom structure the run was mapped from)
@@ -36,7 +37,7 @@ class Skeleton:
         insertion codes), each with the atoms of :data:`SKELETON_ATOMS` it has; :meth:`topology` reads it (text,
         not a Topology, so that a Skeleton pickles into worker processes).
     bead_index : numpy.ndarray, int, shape [n_atoms]
-        For each skeleton atom, the CG bead whose position it takes.
+        For each skeleton atom, the CG bead whose position it takes; -1: none (the CA mapping's N, C, O, CB).
     disulfides : list of (int, int)
         Residue indices of the reference's cysteine pairs bonded SG-SG.
     labels : list of str
@@ -50,6 +51,12 @@ class Skeleton:
     disulfides: List[Tuple[int, int]]
     labels: List[str]
     n_beads: int
+    mapping: str = "5bead"
+
+    @property
+    def mapped(self) -> np.ndarray:
+        """Indices of the skeleton atoms that sit on a bead (restrained there by the minimisation)."""
+        return np.flatnonzero(self.bead_index >= 0)
 
     def topology(self):
         """The skeleton as an ``openmm.app.Topology`` (standard bonds, as OpenMM's PDB reader makes them)."""
@@ -91,13 +98,13 @@ def _label(res) -> str:
 
 
 def build_skeleton(cg_topology, reference_path: str, source: str) -> Skeleton:
-    """The :class:`Skeleton` of a 5-bead CG topology and its all-atom reference.
+    """The :class:`Skeleton` of a 5-bead or CA CG topology and its all-atom reference.
 
     Parameters
     ----------
     cg_topology : openmm.app.Topology
-        One copy of the CG molecule: beads N, CA, CB, C, O per residue (glycine without CB), e.g. a run's
-        ``topology.pdb``.
+        One copy of the CG molecule: beads N, CA, CB, C, O per residue (glycine without CB), or one CA bead per
+        residue, e.g. a run's ``topology.pdb``.
     reference_path : str
         The all-atom PDB the CG structure was mapped from (a run's ``cleaned.pdb``).
     source : str
@@ -106,18 +113,16 @@ def build_skeleton(cg_topology, reference_path: str, source: str) -> Skeleton:
     Raises
     ------
     InputError
-        The CG topology is not a 5-bead one, or its residues differ from the reference's (count or names).
+        The CG topology is neither a 5-bead nor a CA one, or its residues differ from the reference's (count or
+        names).
     """
     import openmm.app as app
 
     from ..topology import cg_molecule_from_topology
 
     names = {a.name for a in cg_topology.atoms()}
-    if "N" not in names and "CA" in names:
-        raise InputError(f"{source}: a CA-only CG structure; flashschnet-backmap rebuilds 5-bead structures only "
-                         "(N, CA, CB, C, O beads): rebuilding a backbone from CA atoms needs PULCHRA, which is not a "
-                         "dependency yet (see docs/backmapping.md); run with the 5-bead mapping")
-    mol = cg_molecule_from_topology(cg_topology, mapping="5bead", source=source)
+    mapping = "ca" if names == {"CA"} else "5bead"
+    mol = cg_molecule_from_topology(cg_topology, mapping=mapping, source=source)
     ref = read_reference(reference_path)
     ref_res = list(ref.topology.residues())
     if len(ref_res) != len(mol.residues):
@@ -141,9 +146,9 @@ def build_skeleton(cg_topology, reference_path: str, source: str) -> Skeleton:
             chains[rr.chain] = top.addChain(rr.chain.id)
         res = top.addResidue(rr.name, chains[rr.chain], rr.id, rr.insertionCode)
         for name in SKELETON_ATOMS:
-            if (i, name) in bead_of:
+            if (i, name) in bead_of or (mapping == "ca" and (name != "CB" or one_letter_code(rr.name) != "G")):
                 top.addAtom(name, elements.get(name, app.element.carbon), res)
-                index.append(bead_of[(i, name)])
+                index.append(bead_of.get((i, name), -1))
     cys = {}
     for a, b in ref.topology.bonds():
         if a.name == "SG" and b.name == "SG" and a.residue is not b.residue:
@@ -157,4 +162,4 @@ def build_skeleton(cg_topology, reference_path: str, source: str) -> Skeleton:
     placeholder = [openmm.Vec3(0.0, 0.0, 0.1 * i) for i in range(top.getNumAtoms())] * unit.nanometer
     app.PDBFile.writeFile(top, placeholder, text, keepIds=True)
     return Skeleton(text=text.getvalue(), bead_index=np.asarray(index, dtype=np.int64), disulfides=sorted(cys),
-                    labels=[_label(r) for r in ref_res], n_beads=mol.n_beads)
+                    labels=[_label(r) for r in ref_res], n_beads=mol.n_beads, mapping=mapping)

@@ -17,8 +17,8 @@ import pytest
 from conftest import EXAMPLES, ROOT
 
 SOURCES = {"model": "flashschnet", "plugin": "flashschnet.openmm", "scripts": "flashschnet.scripts"}
-OPTIONAL = ("vermouth", "insane", "matplotlib", "tables", "pymbar", "openmmml", "dask", "distributed", "pytest",
-            "hypothesis")
+OPTIONAL = ("vermouth", "insane", "matplotlib", "tables", "pymbar", "openmmml", "dask", "distributed", "pyfaspr",
+            "pulchra", "biopython", "pytest", "hypothesis")
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,8 @@ def test_core_requirements_leave_the_optional_packages_to_extras(wheel):
     assert names == {"torch", "openmm", "acellera-openmmtorch-cpu", "numpy", "mdtraj", "tqdm", "pdbfixer"}, core
     assert not any("==" in r for r in core), core                 # ranges, not pins
     extras = set(re.findall(r'extra == "([\w-]+)"', "\n".join(requires)))
-    assert extras >= {"martini", "analysis", "openmmml", "cluster", "test", "all", "pinned", "cuda12", "cuda13"}
+    assert extras >= {"martini", "analysis", "openmmml", "cluster", "backmap", "test", "all", "pinned", "cuda12",
+                      "cuda13"}
     from packaging.requirements import Requirement
 
     core_omt = next(Requirement(r) for r in core if r.startswith("acellera-openmmtorch-cpu"))

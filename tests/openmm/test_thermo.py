@@ -214,15 +214,9 @@ MODEL = str(EXAMPLES / "trpcage_placeholder.pt")
 
 
 @pytest.fixture(scope="module")
-def pt_run(tmp_path_factory):
-    """3 temperatures 300-400 K, 40 steps, an exchange and a frame every 10 steps."""
-    from flashschnet.scripts.simulate import main as simulate
-
-    out = tmp_path_factory.mktemp("pt_thermo") / "run"
-    assert simulate([PDB, "--model", MODEL, "--steps", "40", "--temperatures", "300:400:3", "--exchange-interval",
-                     "10", "--report-interval", "10", "--out", str(out), "--seed", "3", "--quiet", "--threads",
-                     "1"]) == 0
-    return out
+def pt_run(tempering_run):
+    """3 temperatures 300-400 K, 40 steps, an exchange and a frame every 10 steps (conftest's, shared)."""
+    return tempering_run
 
 
 def _analyze(capsys, *argv):

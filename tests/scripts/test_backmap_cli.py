@@ -114,11 +114,95 @@ def test_structure_needs_a_reference_and_one_input(run_dir, tmp_path, capsys):
     _refused(rc, err, tmp_path / "o", "a CG topology is needed")
 
 
-def test_a_ca_structure_is_refused_naming_why(run_dir, tmp_path, capsys):
+def test_a_ca_structure_is_rebuilt(run_dir, tmp_path, capsys):
+    import mdtraj as md
+
     from flashschnet.cg import map_pdb
     from flashschnet.openmm import write_cg_pdb
 
     ca = tmp_path / "ca.pdb"
     write_cg_pdb(map_pdb(PDB, mapping="ca"), str(ca))
     rc, err = _backmap(capsys, "--structure", ca, "--reference", run_dir / "cleaned.pdb", "--out", tmp_path / "o")
-    _refused(rc, err, tmp_path / "o", "CA-only CG structure", "5-bead")
+    assert rc == 0, err
+    assert "done: 1 frame of structure backmapped" in err.splitlines()[-1]
+    traj = md.load(str(tmp_path / "o" / "backmapped.pdb"))
+    native = md.load(str(run_dir / "cleaned.pdb"))
+    assert traj.n_atoms == native.topology.select("not element H").size
+
+
+def test_missing_side_chain_packer_is_one_line(run_dir, tmp_path, capsys, monkeypatch):
+    import sys
+
+    from flashschnet.openmm.backmap import faspr
+
+    monkeypatch.setattr(faspr, "_FOUND", {})
+    monkeypatch.setitem(sys.modules, "pyfaspr", None)
+    rc, err = _backmap(capsys, "--structure", run_dir / "topology.pdb", "--reference", run_dir / "cleaned.pdb",
+                       "--out", tmp_path / "o")
+    _refused(rc, err, tmp_path / "o", "pip install pyfaspr==0.3.1", "--side-chains templates")
+    # the templates need no extra package
+    rc, err = _backmap(capsys, "--structure", run_dir / "topology.pdb", "--reference", run_dir / "cleaned.pdb",
+                       "--side-chains", "templates", "--out", tmp_path / "t")
+    assert rc == 0, err
+
+
+def test_backmap_on_a_dask_scheduler(run_dir, tmp_path, capsys):
+    """--scheduler: the frames after the first rebuilt on a Dask worker process, the same structures as here."""
+    import logging
+
+    import distributed
+
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       silence_logs=logging.ERROR, memory_limit=0,
+                                       scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"})
+    try:
+        rc, err = _backmap(capsys, run_dir, "--frames", "0:3", "--scheduler", cluster.scheduler_address,
+                           "--out", tmp_path / "dask")
+    finally:
+        cluster.close()
+    assert rc == 0, err
+    summary = json.loads((tmp_path / "dask" / "backmap.json").read_text())
+    assert summary["scheduler"] == cluster.scheduler_address and summary["frames"] == [0, 1, 2]
+    rc, err = _backmap(capsys, run_dir, "--frames", "0:3", "--out", tmp_path / "here")
+    assert rc == 0, err
+    import mdtraj as md
+
+    a, b = (md.load(str(tmp_path / d / "backmapped.dcd"), top=str(tmp_path / d / "topology_allatom.pdb"))
+            for d in ("dask", "here"))
+    # the same structures, up to the CPU platform's minimisations, which are not bitwise reproducible between
+    # runs and thread counts (frames differed by up to 0.12 A RMSD here), each frame's CA on that frame's beads
+    rmsd = np.sqrt(np.mean(np.sum((a.xyz - b.xyz) ** 2, axis=-1), axis=1))
+    assert a.n_frames == b.n_frames == 3 and (rmsd < 0.03).all(), rmsd
+    from flashschnet.openmm.dcd import read_dcd
+
+    cg = md.load_pdb(str(run_dir / "topology.pdb"))
+    beads = read_dcd(str(run_dir / "replica_000.dcd"))[:3, cg.topology.select("name CA")]
+    assert np.linalg.norm(a.xyz[:, a.topology.select("name CA")] - beads, axis=-1).max() < 0.05
+    rc, err = _backmap(capsys, run_dir, "--scheduler", "tcp://127.0.0.1:9", "--out", tmp_path / "none")
+    _refused(rc, err, tmp_path / "none", "--scheduler tcp://127.0.0.1:9: cannot reach a Dask scheduler there")
+
+
+def test_backmap_one_temperature_of_a_tempering_run(tempering_run, tmp_path, capsys):
+    """--temperature picks that rung's trajectory, not another's; without it, the lowest."""
+    import mdtraj as md
+
+    from flashschnet.openmm.dcd import read_dcd
+    from flashschnet.openmm.run_reader import RunDir
+
+    ladder = RunDir(str(tempering_run)).ladder()
+    assert sorted(ladder) == pytest.approx([300.0, 346.41, 400.0], abs=0.01)      # geometric
+    mid = sorted(ladder)[1]
+    rc, err = _backmap(capsys, tempering_run, "--temperature", "346.41", "--frames", "1:3", "--out", tmp_path / "t350")
+    assert rc == 0, err
+    assert "done: 2 frames of 346.4 K backmapped" in err.splitlines()[-1]
+    traj = md.load(str(tmp_path / "t350" / "backmapped.dcd"), top=str(tmp_path / "t350" / "topology_allatom.pdb"))
+    cg = md.load_pdb(str(tempering_run / "topology.pdb"))
+    ca = cg.topology.select("name CA")
+    beads = {t: read_dcd(path)[1:3][:, ca] for t, path in ladder.items()}
+    got = traj.xyz[:, traj.topology.select("name CA")]
+    off = {t: float(np.abs(got - b).max()) for t, b in beads.items()}
+    assert off[mid] < 0.05 and min(off[300.0], off[400.0]) > off[mid], off
+    rc, err = _backmap(capsys, tempering_run, "--frames", "0", "--out", tmp_path / "lowest")
+    assert rc == 0 and "backmapping its lowest temperature, 300.0 K" in err and "of 300.0 K" in err, err
+    rc, err = _backmap(capsys, tempering_run, "--temperature", "330", "--out", tmp_path / "none")
+    _refused(rc, err, tmp_path / "none", "--temperature 330: not a temperature of", "300, 346.41, 400 K")
