@@ -22,6 +22,9 @@ from .checks import near_in_graph
 SOFT_NM = 0.3
 #: force constant of the soft repulsion, kJ/mol/nm^2
 SOFT_K = 10000.0
+#: the soft stage's start: every atom moved by a normal random displacement of this size (nm), from this seed
+JITTER_NM = 0.001
+JITTER_SEED = 0
 
 
 @dataclass
@@ -65,26 +68,34 @@ class RestrainedMinimiser:
         self.restraint_k, self.tolerance, self.max_iterations = restraint_k, tolerance, max_iterations
         self.cutoff_nm = cutoff_nm
         self._key = None
-        self._full = self._soft = None
+        self._full = None
+        self._held = {}            # (atom names, restrained atoms) -> {"full": ..., "soft": ...}
         self.exclude = None        # pairs of atoms bonded or 1-3 (the clash check's exclusions), per topology
 
     def _build(self, topology, mapped: Sequence[int]) -> None:
+        """Make the Contexts of ``topology`` with restraints on ``mapped`` the current ones (built once per pair;
+        a rebuilder uses one or two sets of restrained atoms)."""
         import openmm
         import openmm.app as app
 
-        key = (tuple((a.residue.index, a.name) for a in topology.atoms()), tuple(mapped))
+        names = tuple((a.residue.index, a.name) for a in topology.atoms())
+        key = (names, tuple(int(i) for i in mapped))
         if key == self._key:
             return
-        cut = float(self.cutoff_nm)
-        system = self.forcefield.createSystem(topology, constraints=None, **(
-            {"nonbondedMethod": app.CutoffNonPeriodic, "nonbondedCutoff": cut * openmm.unit.nanometer} if cut > 0 else
-            {"nonbondedMethod": app.NoCutoff}))
-        restraint = _restraint(openmm, self.restraint_k, mapped)
-        system.addForce(restraint)
-        integrator = openmm.VerletIntegrator(0.001)
-        self._full = (openmm.Context(system, integrator, self.platform, self.properties), restraint, integrator)
-        self._soft = None                     # built when a frame first needs it
+        if self._held and next(iter(self._held))[0] != names:
+            self._held.clear()                # other atoms: the old Contexts are of no more use
+        if key not in self._held:
+            cut = float(self.cutoff_nm)
+            system = self.forcefield.createSystem(topology, constraints=None, **(
+                {"nonbondedMethod": app.CutoffNonPeriodic, "nonbondedCutoff": cut * openmm.unit.nanometer}
+                if cut > 0 else {"nonbondedMethod": app.NoCutoff}))
+            restraint = _restraint(openmm, self.restraint_k, mapped)
+            system.addForce(restraint)
+            integrator = openmm.VerletIntegrator(0.001)
+            context = openmm.Context(system, integrator, self.platform, self.properties)
+            self._held[key] = {"full": (context, restraint, integrator), "soft": None}
         self._key, self._topology, self._mapped = key, topology, list(mapped)
+        self._full = self._held[key]["full"]
         self.exclude = near_in_graph(topology)
 
     def _soft_context(self):
@@ -92,8 +103,9 @@ class RestrainedMinimiser:
         import openmm
         import openmm.app as app
 
-        if self._soft is not None:
-            return self._soft
+        held = self._held[self._key]
+        if held["soft"] is not None:
+            return held["soft"]
         system = self.forcefield.createSystem(self._topology, constraints=None, nonbondedMethod=app.NoCutoff)
         keep = (openmm.HarmonicBondForce, openmm.HarmonicAngleForce, openmm.PeriodicTorsionForce)
         for i in reversed(range(system.getNumForces())):
@@ -110,8 +122,8 @@ class RestrainedMinimiser:
         restraint = _restraint(openmm, self.restraint_k, self._mapped)
         system.addForce(restraint)
         integrator = openmm.VerletIntegrator(0.001)
-        self._soft = (openmm.Context(system, integrator, self.platform, self.properties), restraint, integrator)
-        return self._soft
+        held["soft"] = (openmm.Context(system, integrator, self.platform, self.properties), restraint, integrator)
+        return held["soft"]
 
     def _run(self, held, start, targets: np.ndarray, scale: float = 1.0) -> Tuple[np.ndarray, float, Optional[str]]:
         import openmm
@@ -148,12 +160,15 @@ class RestrainedMinimiser:
         if failed is None and rms <= self.tolerance:
             return Minimised(xyz, rms)
         first = (xyz, rms, failed)
-        soft_xyz, _, soft_failed = self._run(self._soft_context(), positions, targets, scale)
+        # atoms exactly on top of each other have no direction to move apart in (a NaN even in the soft system):
+        # the soft stage starts from the positions moved by a fixed random 0.001 nm (seeded: reproducible)
+        start = np.asarray(positions.value_in_unit(unit.nanometer), dtype=np.float64)
+        jitter = np.random.default_rng(JITTER_SEED).normal(scale=JITTER_NM, size=start.shape)
+        soft_xyz, _, soft_failed = self._run(self._soft_context(), (start + jitter) * unit.nanometer, targets, scale)
         if soft_failed is None:
             xyz2, rms2, failed2 = self._run(self._full, soft_xyz * unit.nanometer, targets, scale)
             if failed2 is None and (first[2] is not None or rms2 < first[1]):
                 return Minimised(xyz2, rms2, soft=True)
         if first[2] is None:
             return Minimised(first[0], first[1])
-        start = np.asarray(positions.value_in_unit(unit.nanometer), dtype=np.float64)
         return Minimised(start, float("inf"), failed=first[2])

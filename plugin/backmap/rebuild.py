@@ -44,8 +44,9 @@ OXT_BOND_NM = 0.125
 FIXER_SEED = 1
 #: how much stiffer the restraints are when a frame is minimised again because a CA turned D
 STIFF_SCALE = 10.0
-#: Python's random seed while Modeller.addHydrogens places hydrogens (fixed: the same frame gives the same structure)
-HYDROGEN_SEED = 1
+#: Modeller.addHydrogens' tries: (Python's random seed while it places hydrogens, heavy atoms moved by a random
+#: displacement of this size first, nm); fixed, so the same frame gives the same structure
+HYDROGEN_TRIES = ((1, 0.0), (2, 0.0), (3, 0.01), (4, 0.01))
 #: where side chains can come from (BackmapSettings.side_chains)
 SIDE_CHAIN_SOURCES = ("faspr", "templates")
 
@@ -191,13 +192,56 @@ class Rebuilder:
             self._backbone_index = np.array([[a[k] for k in ("N", "CA", "C", "O")] for a in at], dtype=np.int64)
             self._cb_index = {i: a["CB"] for i, a in enumerate(at) if "CB" in a}
 
-    def _hydrogen_platform(self):
-        """The platform of Modeller.addHydrogens' short minimisation of the new hydrogens: Reference (it takes a
-        Platform without properties, so on CPU it would run on every core, and two threads do not sum forces in the
-        same order every time)."""
-        import openmm
+    def _add_hydrogens(self, top, pos):
+        """A Modeller of ``top``/``pos`` with hydrogens (amber14, pH 7, this rebuilder's variants) and the
+        variants used, the same for the same frame every time.
 
-        return openmm.Platform.getPlatformByName("Reference")
+        ``Modeller.addHydrogens`` starts some hydrogens at random positions (Python's ``random``: seeded here, the
+        caller's state restored) and minimises them on a platform it gives no properties (on CPU: every core, and
+        two threads do not sum forces in the same order every time; so the CPU platform's default thread count is
+        this rebuilder's for the call, then restored; Reference where there is no CPU platform). Where heavy atoms
+        start on top of each other (a CA frame's rebuilt carbonyl on a proline ring) that minimisation can fail
+        with a NaN: then again with other seeds, and with the heavy atoms moved by a fixed random 0.01 nm.
+
+        Raises
+        ------
+        InputError
+            Every try failed (the frame's beads overlap so that no hydrogens fit).
+        """
+        import openmm
+        import openmm.app as app
+        import openmm.unit as unit
+
+        from ..platforms import loaded_platforms
+
+        cpu = openmm.Platform.getPlatformByName("CPU") if "CPU" in loaded_platforms() else None
+        heavy = np.asarray(pos.value_in_unit(unit.nanometer), dtype=np.float64)
+        state = random.getstate()
+        before = cpu.getPropertyDefaultValue("Threads") if cpu is not None else None
+        last = None
+        try:
+            if cpu is not None and self.settings.threads:
+                cpu.setPropertyDefaultValue("Threads", str(int(self.settings.threads)))
+            for attempt, (seed, jitter) in enumerate(HYDROGEN_TRIES):
+                xyz = heavy if not jitter else \
+                    heavy + np.random.default_rng(seed).normal(scale=jitter, size=heavy.shape)
+                modeller = app.Modeller(top, [openmm.Vec3(*map(float, p)) for p in xyz] * unit.nanometer)
+                random.seed(seed)
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        used = modeller.addHydrogens(self.forcefield, pH=7.0, variants=self.variants,
+                                                     platform=cpu or openmm.Platform.getPlatformByName("Reference"))
+                    return modeller, used
+                except (openmm.OpenMMException, ArithmeticError) as exc:   # a NaN; a zero distance in Modeller
+                    last = f"{type(exc).__name__}: {str(exc).splitlines()[0]}" if str(exc) else type(exc).__name__
+        finally:
+            random.setstate(state)
+            if cpu is not None:
+                cpu.setPropertyDefaultValue("Threads", before)
+        raise InputError(f"a frame's hydrogens could not be placed ({last}, {len(HYDROGEN_TRIES)} tries): its heavy "
+                         "atoms start on top of each other; check the CG frame (overlapping beads) or leave it out "
+                         "with --frames")
 
     def _skeleton_from_ca(self, beads_nm: np.ndarray) -> np.ndarray:
         """The skeleton's positions [n_atoms, 3] from a CA frame: CA on its bead, N, C, O and CB rebuilt
@@ -296,19 +340,7 @@ class Rebuilder:
         skel_nm = self._skeleton_from_ca(beads_nm) if self.skeleton.mapping == "ca" else \
             beads_nm[self.skeleton.bead_index]
         top, pos = self._packed(skel_nm) if self._faspr else self._fixed(skel_nm)
-        modeller = app.Modeller(top, pos)
-        # Modeller.addHydrogens starts some hydrogens at random positions (Python's random) and minimises them on a
-        # platform: seeded and on this rebuilder's platform and threads, a frame comes out the same every time; the
-        # caller's random state is left as it was
-        state = random.getstate()
-        random.seed(HYDROGEN_SEED)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                used = modeller.addHydrogens(self.forcefield, pH=7.0, variants=self.variants,
-                                             platform=self._hydrogen_platform())
-        finally:
-            random.setstate(state)
+        modeller, used = self._add_hydrogens(top, pos)
         if self.variants is None:
             self.variants = used
         if self.topology is None:
@@ -326,8 +358,13 @@ class Rebuilder:
         new_d = set(d_residues(done.positions_nm, modeller.topology)) - bead_d
         if new_d and not done.failed:
             # a strained side chain pulled a restrained atom far enough to turn its CA: once more with restraints
-            # STIFF_SCALE times stiffer, kept where it turns fewer CAs
-            stiff = self._minimiser.minimise(modeller.topology, modeller.positions, mapped, targets, STIFF_SCALE)
+            # STIFF_SCALE times stiffer (CA mapping: on every skeleton atom, N, C, O and CB at PULCHRA's and the
+            # ideal places), kept where it turns fewer CAs
+            if self.skeleton.mapping == "ca":
+                every = [where[(a.residue.index, a.name)] for a in atoms]
+                stiff = self._minimiser.minimise(modeller.topology, modeller.positions, every, skel_nm)
+            else:
+                stiff = self._minimiser.minimise(modeller.topology, modeller.positions, mapped, targets, STIFF_SCALE)
             if not stiff.failed and len(set(d_residues(stiff.positions_nm, modeller.topology)) - bead_d) < len(new_d):
                 done = stiff
         xyz = done.positions_nm
