@@ -78,9 +78,9 @@ class BackmapSettings:
         OpenMM platform of the minimisation.
     threads : int or None
         CPU threads of each minimisation's Context (the CPU platform's "Threads"; None: OpenMM's default, all
-        cores). 1 by default: with one thread a frame comes out the same every time (with two, repeated
-        minimisations of one frame ended up to 0.4 A apart on single atoms), and frames run in parallel
-        with ``--workers`` instead.
+        cores). 1 by default: with one thread a frame comes out the same every time (with two, the largest
+        distance of a mapped atom from its bead in 1ICO ranged from 0.47 to 0.91 A over four repeats of the same
+        frame), and frames run in parallel with ``--workers`` instead.
     """
 
     restraint_k: float = 20000.0
