@@ -68,6 +68,19 @@ def platforms():
 
 
 @pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """A tiny flashschnet-simulate run of trp-cage (placeholder model): one replica, 20 steps, a frame every 10.
+    Shared by the tests that read one (analysis write faults, backmapping): do not write into it (copy it first)."""
+    from flashschnet.scripts.simulate import main as simulate
+
+    out = tmp_path_factory.mktemp("tiny") / "run"
+    assert simulate([str(EXAMPLES / "1L2Y_trpcage.pdb"), "--model", str(EXAMPLES / "trpcage_placeholder.pt"),
+                     "--steps", "20", "--report-interval", "10", "--out", str(out), "--seed", "3", "--quiet",
+                     "--threads", "1"]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
 def tempering_run(tmp_path_factory):
     """A tiny parallel-tempering run of trp-cage (placeholder model): 3 temperatures 300-400 K, 40 steps, an
     exchange and a frame every 10 steps. Shared by the tests that read one (thermodynamics, backmapping): do not

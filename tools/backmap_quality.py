@@ -79,16 +79,15 @@ def structures(folder: Path, acc, echo, settings, mapping="5bead"):
             result = rebuilder.frame(mol.positions / 10.0)
             seconds = time.perf_counter() - t0
             ref = app.PDBFile(ref_path)
-            q = compare(ref.topology, ref.getPositions(asNumpy=True).value_in_unit(unit.nanometer),
-                        rebuilder.topology, result.positions_nm)
-            _side(acc, q)
             ref_nm = ref.getPositions(asNumpy=True).value_in_unit(unit.nanometer)
+            q = compare(ref.topology, ref_nm, rebuilder.topology, result.positions_nm)
+            _side(acc, q)
             rows.append(_row(pdb.stem, q, result.check, seconds, checks.d_residues(ref_nm, ref.topology)))
             echo(_fmt(rows[-1]))
     return rows
 
 
-def _md_topology(atoms, chain_top):
+def _md_topology(atoms):
     """An OpenMM topology of the MD atoms (residue index, name, atom name, element per atom): enough for
     :func:`compare` and :func:`beads_of` (no bonds)."""
     import openmm.app as app
@@ -125,7 +124,7 @@ def md_frames(data, md_seconds: float, interval: int, workers: int, acc, echo, s
         cleaned = clean_pdb(str(pdb))
         ref_path = cleaned.write(os.path.join(tmp, "cleaned.pdb"))
         cg_top = cg_topology(cleaned.molecule(mapping))
-        md_top = _md_topology(data["atoms"], cg_top)
+        md_top = _md_topology(data["atoms"])
         xyz = data["positions_nm"].astype(np.float64)
         beads = np.stack([beads_of(cg_top, md_top, f) for f in xyz])
         skeleton = build_skeleton(cg_top, ref_path, "trp-cage MD beads")

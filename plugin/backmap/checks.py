@@ -11,6 +11,8 @@ from typing import Dict, List, Sequence, Set, Tuple
 
 import numpy as np
 
+from ...cg.geometry import dihedral
+
 #: heavy-atom pairs closer than this (nm) that are neither bonded nor 1-3 are a clash
 CLASH_NM = 0.22
 #: a mapped atom (N, CA, C, O, CB) farther than this (nm) from its bead after the minimisation is noted
@@ -79,13 +81,6 @@ def d_residues(positions_nm: np.ndarray, topology) -> List[int]:
     return out
 
 
-def _dihedral(p0, p1, p2, p3) -> float:
-    b0, b1, b2 = p0 - p1, p2 - p1, p3 - p2
-    b1 = b1 / np.linalg.norm(b1)
-    v, w = b0 - np.dot(b0, b1) * b1, b2 - np.dot(b2, b1) * b1
-    return float(np.degrees(np.arctan2(np.dot(np.cross(b1, v), w), np.dot(v, w))))
-
-
 def omegas(positions_nm: np.ndarray, topology) -> Dict[int, float]:
     """``{residue index i: omega}`` (degrees, CA(i)-C(i)-N(i+1)-CA(i+1)) of every peptide bond C(i)-N(i+1) of the
     topology."""
@@ -97,7 +92,8 @@ def omegas(positions_nm: np.ndarray, topology) -> Dict[int, float]:
         if a.name == "C" and b.name == "N" and a.residue.index != b.residue.index:
             ra, rb = _named(a.residue), _named(b.residue)
             if "CA" in ra and "CA" in rb:
-                out[a.residue.index] = _dihedral(xyz[ra["CA"]], xyz[a.index], xyz[b.index], xyz[rb["CA"]])
+                out[a.residue.index] = np.degrees(dihedral(xyz[ra["CA"]], xyz[a.index], xyz[b.index],
+                                                           xyz[rb["CA"]]))
     return out
 
 

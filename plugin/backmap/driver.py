@@ -29,9 +29,14 @@ def _start_worker(skeleton: Skeleton, settings: BackmapSettings, variants) -> No
     _WORKER = Rebuilder(skeleton, settings, variants)
 
 
-def _work(k: int, beads_nm: np.ndarray):
-    result = _WORKER.frame(beads_nm)
+def _rebuilt(k: int, rebuilder: Rebuilder, beads_nm: np.ndarray) -> tuple:
+    """Frame ``k`` rebuilt: ``(k, positions, check, notes)``, what :func:`backmap_frames` collects from anywhere."""
+    result = rebuilder.frame(beads_nm)
     return k, result.positions_nm, result.check, result.notes
+
+
+def _work(k: int, beads_nm: np.ndarray):
+    return _rebuilt(k, _WORKER, beads_nm)
 
 
 _DASK = threading.local()       # a Dask worker thread's rebuilder: (key, Rebuilder)
@@ -45,8 +50,7 @@ def _dask_work(k: int, beads_nm: np.ndarray, skeleton: Skeleton, settings: Backm
         import torch  # noqa: F401  (torch before openmm, as everywhere in the package)
 
         _DASK.rebuilder = held = (key, Rebuilder(skeleton, settings, variants))
-    result = held[1].frame(beads_nm)
-    return k, result.positions_nm, result.check, result.notes
+    return _rebuilt(k, held[1], beads_nm)
 
 
 @dataclass
@@ -110,8 +114,7 @@ def backmap_frames(skeleton: Skeleton, frames_nm: np.ndarray, settings: BackmapS
 
     try:
         first = Rebuilder(skeleton, settings)
-        r = first.frame(frames_nm[0])
-        done(0, r.positions_nm, r.check, r.notes)
+        done(*_rebuilt(0, first, frames_nm[0]))
         rest = list(range(1, n))
         if scheduler and rest:
             _on_dask(scheduler, skeleton, settings, first.variants, frames_nm, rest, done, echo)
@@ -131,8 +134,7 @@ def backmap_frames(skeleton: Skeleton, frames_nm: np.ndarray, settings: BackmapS
                     raise
         else:
             for k in rest:
-                r = first.frame(frames_nm[k])
-                done(k, r.positions_nm, r.check, r.notes)
+                done(*_rebuilt(k, first, frames_nm[k]))
     finally:
         if bar is not None:
             bar.close()

@@ -12,7 +12,7 @@ and solvation terms, the same restraints; pdbfixer softens its new atoms the sam
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -84,6 +84,8 @@ class RestrainedMinimiser:
             return
         if self._held and next(iter(self._held))[0] != names:
             self._held.clear()                # other atoms: the old Contexts are of no more use
+        if not self._held:
+            self.exclude = near_in_graph(topology)
         if key not in self._held:
             cut = float(self.cutoff_nm)
             system = self.forcefield.createSystem(topology, constraints=None, **(
@@ -96,7 +98,6 @@ class RestrainedMinimiser:
             self._held[key] = {"full": (context, restraint, integrator), "soft": None}
         self._key, self._topology, self._mapped = key, topology, list(mapped)
         self._full = self._held[key]["full"]
-        self.exclude = near_in_graph(topology)
 
     def _soft_context(self):
         """The soft system (bonded terms, soft heavy-atom repulsion, restraints) of the current topology."""

@@ -4,8 +4,8 @@ PULCHRA (Rotkiewicz & Skolnick, J. Comput. Chem. 29:1460, 2008) puts each peptid
 real proteins put it for the local CA geometry (the distances CA(i-1)..CA(i+2)). We use PyPI's ``pulchra``, a
 Python port (MIT), with the CA positions kept as given (its CA optimisation off: the beads are the model's), its
 side chains off (FASPR or pdbfixer builds them from this backbone, as for the 5-bead mapping) and each chain
-rebuilt on its own. CB goes where N, CA and C put it in ideal geometry (:func:`ideal_cb`), so that the side-chain
-builders get the same skeleton as from 5 beads.
+rebuilt on its own. CB goes where N, CA and C put it in ideal geometry (:func:`flashschnet.cg.geometry.ideal_cb`,
+the cleaning step's), so that the side-chain builders get the same skeleton as from 5 beads.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import List, Sequence
 
 import numpy as np
 
+from ...cg.geometry import ideal_cb
 from ...cg.mapping import one_letter_code
 from ...errors import InputError
 
@@ -28,15 +29,6 @@ def check_pulchra() -> None:
     except ImportError:
         raise InputError(f"backmapping a CA structure needs the Python package pulchra, which is not installed: "
                          f"{INSTALL}") from None
-
-
-def ideal_cb(n: np.ndarray, ca: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """CB [..., 3] of an L residue in ideal geometry from its N, CA, C [..., 3], all in angstrom (the cross product
-    makes the formula depend on the unit): CA-CB 1.52 A, tetrahedral at CA (the coefficients of Dauparas et al.,
-    Science 378:49, 2022, fitted on real structures)."""
-    b, cc = ca - n, c - ca
-    a = np.cross(b, cc)
-    return -0.58273431 * a + 0.56802827 * b - 0.54067466 * cc + ca
 
 
 def rebuild_backbone(residue_names: Sequence[str], chains: Sequence[Sequence[int]], ca_nm: np.ndarray) -> np.ndarray:
@@ -54,7 +46,7 @@ def rebuild_backbone(residue_names: Sequence[str], chains: Sequence[Sequence[int
     Returns
     -------
     numpy.ndarray, float64, shape [n_residues, 5, 3]
-        N, CA (as given), C, O, CB per residue, nm (glycine's CB too: :func:`ideal_cb`; the caller drops it).
+        N, CA (as given), C, O, CB per residue, nm (glycine's CB too, in ideal geometry; the caller drops it).
 
     Raises
     ------

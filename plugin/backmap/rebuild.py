@@ -123,9 +123,10 @@ def _peptide_keys(skeleton_topology) -> List[tuple]:
 
 def _cis_in_beads(keys, skel_nm: np.ndarray) -> List[int]:
     """Residues i whose peptide bond to i + 1 is cis in the beads themselves (CA-C-N-CA from the beads)."""
-    from .checks import CIS_DEGREES, _dihedral
+    from ...cg.geometry import dihedral
+    from .checks import CIS_DEGREES
 
-    return [i for i, idx in keys if abs(_dihedral(*(skel_nm[k] for k in idx))) < CIS_DEGREES]
+    return [i for i, idx in keys if abs(np.degrees(dihedral(*(skel_nm[k] for k in idx)))) < CIS_DEGREES]
 
 
 class Rebuilder:
@@ -171,6 +172,7 @@ class Rebuilder:
         self._oxygen = {a.residue.index: a.index for a in oxygens}
         self._cis_keys = _peptide_keys(self.skeleton_topology)
         self._mapped = skeleton.mapped          # skeleton atoms on a bead: restrained there
+        self._residue_names = [r.name for r in self.skeleton_topology.residues()]
         if skeleton.mapping == "ca":
             from .pulchra import chains_of, check_pulchra
 
@@ -188,7 +190,6 @@ class Rebuilder:
             self._faspr = faspr_executable()
             self._heavy = None      # pdbfixer's heavy-atom topology (built once, on the first frame)
             at = [{a.name: a.index for a in r.atoms()} for r in self.skeleton_topology.residues()]
-            self._residue_names = [r.name for r in self.skeleton_topology.residues()]
             self._backbone_index = np.array([[a[k] for k in ("N", "CA", "C", "O")] for a in at], dtype=np.int64)
             self._cb_index = {i: a["CB"] for i, a in enumerate(at) if "CB" in a}
 
@@ -222,7 +223,7 @@ class Rebuilder:
         try:
             if cpu is not None and self.settings.threads:
                 cpu.setPropertyDefaultValue("Threads", str(int(self.settings.threads)))
-            for attempt, (seed, jitter) in enumerate(HYDROGEN_TRIES):
+            for seed, jitter in HYDROGEN_TRIES:
                 xyz = heavy if not jitter else \
                     heavy + np.random.default_rng(seed).normal(scale=jitter, size=heavy.shape)
                 modeller = app.Modeller(top, [openmm.Vec3(*map(float, p)) for p in xyz] * unit.nanometer)
@@ -248,12 +249,11 @@ class Rebuilder:
         (:func:`~.pulchra.rebuild_backbone`)."""
         from .pulchra import rebuild_backbone
 
-        names = [r.name for r in self.skeleton_topology.residues()]
-        ca = np.empty((len(names), 3))
+        ca = np.empty((len(self._residue_names), 3))
         atoms = list(self.skeleton_topology.atoms())
         for j in self._mapped:
             ca[atoms[j].residue.index] = beads_nm[self.skeleton.bead_index[j]]
-        backbone = rebuild_backbone(names, self._chains, ca)
+        backbone = rebuild_backbone(self._residue_names, self._chains, ca)
         column = {name: k for k, name in enumerate(("N", "CA", "C", "O", "CB"))}
         return np.stack([backbone[a.residue.index, column[a.name]] for a in atoms])
 
@@ -332,10 +332,6 @@ class Rebuilder:
 
     def frame(self, beads_nm: np.ndarray) -> FrameResult:
         """Rebuild one frame from its bead positions [n_beads, 3] (nm)."""
-        import openmm
-        import openmm.app as app
-        import openmm.unit as unit
-
         beads_nm = np.asarray(beads_nm, dtype=np.float64)
         skel_nm = self._skeleton_from_ca(beads_nm) if self.skeleton.mapping == "ca" else \
             beads_nm[self.skeleton.bead_index]
@@ -368,18 +364,14 @@ class Rebuilder:
             if not stiff.failed and len(set(d_residues(stiff.positions_nm, modeller.topology)) - bead_d) < len(new_d):
                 done = stiff
         xyz = done.positions_nm
-        if done.failed:
-            check = check_frame(xyz, modeller.topology, mapped, targets, _cis_in_beads(self._cis_keys, skel_nm),
-                                exclude=self._minimiser.exclude, converged=False, d_in_input=bead_d)
-            notes = [f"the minimisation failed ({done.failed})"] + [
-                n for n in check.problems(modeller.topology, s.deviation_nm)
-                if not n.startswith("the minimisation did not converge")]
-        else:
-            check = check_frame(xyz, modeller.topology, mapped, targets, _cis_in_beads(self._cis_keys, skel_nm),
-                                exclude=self._minimiser.exclude, converged=done.rms_force <= s.tolerance,
-                                d_in_input=bead_d)
-            notes = [n if n != "the minimisation did not converge" else
-                     f"the minimisation did not converge (RMS force {done.rms_force:.3g} kJ/mol/nm > "
-                     f"{s.tolerance:g})" for n in check.problems(modeller.topology, s.deviation_nm)]
+        check = check_frame(xyz, modeller.topology, mapped, targets, _cis_in_beads(self._cis_keys, skel_nm),
+                            exclude=self._minimiser.exclude, d_in_input=bead_d,
+                            converged=not done.failed and done.rms_force <= s.tolerance)
+        problems, generic = check.problems(modeller.topology, s.deviation_nm), "the minimisation did not converge"
+        if done.failed:         # the minimiser's own failure first, in place of the generic phrase
+            notes = [f"the minimisation failed ({done.failed})"] + [n for n in problems if n != generic]
+        else:                   # the generic phrase with the RMS force it ended at
+            notes = [f"{generic} (RMS force {done.rms_force:.3g} kJ/mol/nm > {s.tolerance:g})" if n == generic else n
+                     for n in problems]
         return FrameResult(positions_nm=np.asarray(xyz, dtype=np.float64), check=check, notes=notes,
                            soft=done.soft)

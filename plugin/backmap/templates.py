@@ -15,16 +15,16 @@ from typing import Dict
 
 import numpy as np
 
+from ...cg.geometry import dihedral
+
 #: residue -> (gamma atom, chi1 in degrees) set in its template
 CHI1: Dict[str, tuple] = {"ARG": ("CG", -65.0), "ASP": ("CG", -65.0), "GLN": ("CG", -65.0),
                           "GLU": ("CG", -65.0), "PHE": ("CG", -65.0), "TRP": ("CG", -65.0)}
 
 
-def _dihedral(p0, p1, p2, p3) -> float:
-    b0, b1, b2 = p0 - p1, p2 - p1, p3 - p2
-    b1 = b1 / np.linalg.norm(b1)
-    v, w = b0 - np.dot(b0, b1) * b1, b2 - np.dot(b2, b1) * b1
-    return math.degrees(math.atan2(np.dot(np.cross(b1, v), w), np.dot(v, w)))
+def _chi(p0, p1, p2, p3) -> float:
+    """Dihedral p0-p1-p2-p3 in degrees."""
+    return math.degrees(dihedral(p0, p1, p2, p3))
 
 
 def _rotate(points: np.ndarray, origin: np.ndarray, axis: np.ndarray, degrees: float) -> np.ndarray:
@@ -66,9 +66,9 @@ def common_chi1_templates(fixer) -> None:
             continue
         moving = beyond(t.topology, "CB", "CA")
         n, ca, cb = xyz[at["N"]], xyz[at["CA"]], xyz[at["CB"]]
-        delta = target - _dihedral(n, ca, cb, xyz[at[gamma]])
+        delta = target - _chi(n, ca, cb, xyz[at[gamma]])
         new = xyz.copy()
         new[moving] = _rotate(xyz[moving], cb, cb - ca, delta)
-        if abs((_dihedral(n, ca, cb, new[at[gamma]]) - target + 180) % 360 - 180) > 1.0:   # the other sense
+        if abs((_chi(n, ca, cb, new[at[gamma]]) - target + 180) % 360 - 180) > 1.0:   # the other sense
             new[moving] = _rotate(xyz[moving], cb, cb - ca, -delta)
         fixer.templates[name] = type(t)(t.topology, new * unit.nanometer, t.terminal)

@@ -9,24 +9,16 @@ import shutil
 
 import pytest
 
-from conftest import EXAMPLES
 from flashschnet.scripts.analyze import main as analyze
 from helpers.faults import mount_tmpfs, unmount
 
-PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
-MODEL = str(EXAMPLES / "trpcage_placeholder.pt")
 REPORT = {"report.md", "report.json", "energy.png", "structure.png", "contacts.png", "fes.png"}
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """A tiny flashschnet-simulate run (one replica, 20 steps, a frame every 10)."""
-    from flashschnet.scripts.simulate import main as simulate
-
-    out = tmp_path_factory.mktemp("sim") / "run"
-    assert simulate([PDB, "--model", MODEL, "--steps", "20", "--report-interval", "10", "--out", str(out),
-                     "--seed", "3", "--quiet", "--threads", "1"]) == 0
-    return out
+def run(tiny_run):
+    """A tiny flashschnet-simulate run (one replica, 20 steps, a frame every 10; conftest's, shared)."""
+    return tiny_run
 
 
 def _error_line(err: str) -> str:

@@ -13,18 +13,12 @@ from conftest import EXAMPLES, STRUCTURES
 from flashschnet.scripts.backmap import main
 
 PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
-MODEL = str(EXAMPLES / "trpcage_placeholder.pt")
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    """flashschnet-simulate on trp-cage: 20 steps, a frame every 10 (frames 0, 10, 20)."""
-    from flashschnet.scripts.simulate import main as simulate
-
-    out = tmp_path_factory.mktemp("bm") / "run"
-    assert simulate([PDB, "--model", MODEL, "--steps", "20", "--report-interval", "10", "--out", str(out),
-                     "--seed", "5", "--quiet", "--threads", "1"]) == 0
-    return out
+def run_dir(tiny_run):
+    """flashschnet-simulate on trp-cage: 20 steps, a frame every 10 (frames 0, 10, 20; conftest's, shared)."""
+    return tiny_run
 
 
 def _backmap(capsys, *argv):

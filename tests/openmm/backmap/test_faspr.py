@@ -30,9 +30,9 @@ def native():
 
 
 def _chi1(res, gamma):
-    from flashschnet.openmm.backmap.templates import _dihedral
+    from flashschnet.cg.geometry import dihedral
 
-    return _dihedral(res["N"], res["CA"], res["CB"], res[gamma])
+    return math.degrees(dihedral(res["N"], res["CA"], res["CB"], res[gamma]))
 
 
 def test_faspr_packs_native_rotamers_on_the_native_backbone(native):
