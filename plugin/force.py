@@ -46,7 +46,11 @@ class OpenMMNetwork(nn.Module):
         model = as_loaded(model).network
         length_to_nm, energy_to_kj = conversion_factors(model.units)
         self.model = model
-        self.register_buffer("bead_types", torch.as_tensor(bead_types, dtype=torch.long).clone())
+        # on the network's device: openmm-torch moves a TorchForce's whole module to the Context's device, but a
+        # PythonForce and the log's per-replica energies call this module where it was made (a CUDA network
+        # with CPU bead types failed there: the first GPU run, 2026-12-04)
+        device = next(model.parameters()).device
+        self.register_buffer("bead_types", torch.as_tensor(bead_types, dtype=torch.long).clone().to(device))
         self.replicas = int(replicas)
         self.n_beads = int(self.bead_types.shape[0])
         self.nm_to_model = 1.0 / length_to_nm
