@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import InputError
 from .observables import MOLAR_GAS_CONSTANT_KJ_MOL_K, fraction_native_contacts, kabsch_align, radius_of_gyration, rmsf
 from .dcd import read_dcd, read_header
-from .run_reader import RunDir
+from .run_reader import RunDir, step_fs
 
 #: a log row's thermostat temperature is its rung's when within this (K): rung names are 0.1 K apart at least
 RUNG_MATCH_K = 0.051
@@ -87,7 +87,7 @@ def trajectory_series(units: Sequence[Tuple[object, str]], tempering: bool, n_at
         steps = info.first_step + info.interval * np.arange(len(xyz))
         frames = xyz[::stride]
         steps = steps[::stride]
-        dt_ps = float(cfg["dt_fs"]) * 1e-3 if isinstance(cfg.get("dt_fs"), (int, float)) else info.dt_ps
+        dt_ps = step_fs(cfg) * 1e-3 if step_fs(cfg) is not None else info.dt_ps
         rmsd_t, _ = kabsch_align(frames, ref)
         rg_t = radius_of_gyration(frames)
         q_t = fraction_native_contacts(frames, ref, pairs)

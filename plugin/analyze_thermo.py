@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import InputError
 from .ensemble.ladder import split_temperatures
+from .run_reader import step_fs
 
 DEFAULT_BOOTSTRAP = 100
 #: a temperature list may hold at most this many temperatures (a 1000-row table is already more than a figure shows)
@@ -137,7 +138,7 @@ def tempering_thermo(run_dir: str, records: Sequence[Dict[str, object]], ladder:
     ParameterError = _pymbar().utils.ParameterError         # imported quietly (pymbar logs on import)
 
     warnings: List[str] = []
-    dt_ps = float(cfg["dt_fs"]) * 1e-3 if isinstance(cfg.get("dt_fs"), (int, float)) else None
+    dt_ps = step_fs(cfg) * 1e-3 if step_fs(cfg) is not None else None
     exchange = None
     if os.path.isfile(os.path.join(run_dir, "exchanges.csv")):
         exchange = diagnostics(run_dir, ladder, dt_ps)

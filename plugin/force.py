@@ -72,6 +72,29 @@ class OpenMMNetwork(nn.Module):
         return energy.to(torch.float64) * self.energy_to_kj
 
 
+class OuterNetwork(nn.Module):
+    """TorchScript-able: the outer force of distilled multiple time stepping, ``full - inner`` as one force.
+
+    Both networks see the same OpenMM positions ``[R*N, 3]`` (nm) and return (energy kJ/mol, forces kJ/mol/nm)
+    of the R packed replicas (:class:`OpenMMNetwork`); this module returns their difference, so OpenMM evaluates
+    it once per outer step (:mod:`flashschnet.openmm.dynamics`). Where ``inner`` computes the same function as
+    ``full`` the difference is exactly zero, and the run repeats single stepping.
+    """
+
+    def __init__(self, full: nn.Module, inner: nn.Module):
+        super().__init__()
+        if full.replicas != inner.replicas or full.n_beads != inner.n_beads:
+            raise ValueError(f"the full ({full.replicas} x {full.n_beads}) and inner ({inner.replicas} x "
+                             f"{inner.n_beads}) networks must run the same packed replicas")
+        self.full = full
+        self.inner = inner
+
+    def forward(self, positions: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        e_full, f_full = self.full(positions)
+        e_inner, f_inner = self.inner(positions)
+        return e_full - e_inner, f_full - f_inner
+
+
 def network_module(model, bead_types, replicas: int = 1) -> torch.jit.ScriptModule:
     """Script :class:`OpenMMNetwork` for ``model``. One module can serve several Systems (replica
     Contexts sharing one model)."""
@@ -124,7 +147,7 @@ def create_python_force(model, bead_types, replicas: int = 1, force_group: int =
     ready (eager) :class:`OpenMMNetwork` to run, made for the same replicas (default: one for ``model``)."""
     if module is None:
         module = OpenMMNetwork(model, bead_types, replicas)
-    device = next(module.model.parameters()).device
+    device = next(module.parameters()).device
     nm = openmm.unit.nanometer
 
     def compute(state):

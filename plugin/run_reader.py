@@ -36,6 +36,18 @@ RUNG_FILE = re.compile(r"T(\d+\.\d)\.dcd")
 LOG_COLUMNS = ("step", "replica", "potential_energy_kJ_mol", "temperature_K")
 
 
+def step_fs(cfg: Dict) -> Optional[float]:
+    """The time one step of a run advances, fs, from its ``run.json`` ``cfg``: ``dt_fs``, or with multiple time
+    stepping (``mts`` set) the outer step ``outer_dt_fs`` (default twice ``dt_fs``); None if not recorded."""
+    dt = cfg.get("dt_fs")
+    if not isinstance(dt, (int, float)) or isinstance(dt, bool):
+        return None
+    if cfg.get("mts"):
+        outer = cfg.get("outer_dt_fs")
+        return float(outer) if isinstance(outer, (int, float)) and not isinstance(outer, bool) else 2.0 * float(dt)
+    return float(dt)
+
+
 def read_pdb(path: str):
     """The first model of a PDB file as a one-frame ``mdtraj.Trajectory`` (names as in the file)."""
     if not os.path.isfile(path):

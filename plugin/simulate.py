@@ -53,6 +53,7 @@ from ..threads import run_threads
 from ..torchscript import keep_one_plan, one_plan
 from ..transforms import describe, describe_compression
 from .cleaning import CLEANED_NAME, CleanedStructure, clean_pdb
+from .dynamics import Dynamics
 from .energies import ReplicaEnergies
 from .force import OpenMMNetwork, check_network_force, network_module
 from .runner import (FLAGS, DynamicsSettings, MDJob, RunResult, flag, open_run_dir, require_new_run_inputs,
@@ -64,19 +65,21 @@ from .topology import cg_topology, write_cg_pdb
 #: settings that a resumed run must share with the run it continues
 _FIXED_ON_RESUME = ("pdb", "model", "replicas", "dt_fs", "temperature_K", "friction_per_ps", "report_interval",
                     "checkpoint_interval", "mapping", "platform", "precision", "priors", "backend", "seed", "quantize",
-                    "on_blowup", "matmul", "compress", "compress_knots", "temperatures", "exchange_interval", "blocks")
+                    "on_blowup", "matmul", "compress", "compress_knots", "temperatures", "exchange_interval", "blocks",
+                    "mts", "outer_dt_fs")
 
 #: input files recorded in run.json by content (:mod:`flashschnet.openmm.runner.resume`); a resumed run reads the
 #: model and a priors file again, and maps its own cleaned.pdb (the PDB is compared only when given)
-_FILES = {"pdb": (), "model": (), "priors": ()}
-_NEEDED_ON_RESUME = ("model", "priors")
+_FILES = {"pdb": (), "model": (), "priors": (), "mts": ()}
+_NEEDED_ON_RESUME = ("model", "priors", "mts")
 
 #: the temperature of a run given none (K)
 DEFAULT_TEMPERATURE_K = 300.0
 
 #: run.json files written before a setting existed resume with its default
 _DEFAULTS_OF_NEWER_KEYS = {"quantize": "none", "on_blowup": "stop", "matmul": "auto", "compress": "none",
-                           "compress_knots": None, "temperatures": None, "exchange_interval": 500, "blocks": None}
+                           "compress_knots": None, "temperatures": None, "exchange_interval": 500, "blocks": None,
+                           "mts": None, "outer_dt_fs": None}
 
 
 @dataclass(kw_only=True)
@@ -109,6 +112,20 @@ class RunSettings(DynamicsSettings):
     blocks: Optional[int] = None                   # walkers split into this many packed Contexts (default: workers)
     workers: Optional[int] = None                  # a local Dask cluster of this many worker processes
     scheduler: Optional[str] = None                # an existing Dask scheduler's address
+    mts: Optional[str] = None                      # an inner model file (flashschnet-distill): multiple time stepping
+    outer_dt_fs: Optional[float] = None            # with mts: the outer step, a multiple of dt_fs (default 2 dt_fs)
+
+    @property
+    def step_fs(self) -> float:
+        """The integrator's step, fs: ``dt_fs``, or with an inner model (``mts``) the outer step."""
+        if self.mts:
+            return float(self.outer_dt_fs if self.outer_dt_fs is not None else 2.0 * self.dt_fs)
+        return float(self.dt_fs)
+
+    @property
+    def inner_steps(self) -> int:
+        """Inner steps per step: ``step_fs / dt_fs`` with an inner model, else 1."""
+        return int(round(self.step_fs / self.dt_fs)) if self.mts else 1
 
     @property
     def ensemble(self) -> bool:
@@ -150,8 +167,35 @@ class RunSettings(DynamicsSettings):
         self.model_options().validate(names={f.name: flag(f.name) for f in fields(ModelOptions)})
         if self.on_blowup not in ON_BLOWUP:
             raise InputError(f"{flag('on_blowup')} must be {' or '.join(ON_BLOWUP)}, got {self.on_blowup!r}")
+        self._validate_mts()
         if self.ensemble:
             self._validate_ensemble()
+
+    def _validate_mts(self) -> None:
+        o, m, dt = flag("outer_dt_fs"), flag("mts"), flag("dt_fs")
+        if self.outer_dt_fs is not None and not self.mts:
+            raise InputError(f"{o} sets the outer step of multiple time stepping: it needs {m} INNER_MODEL "
+                             "(flashschnet-distill writes one)")
+        if not self.mts:
+            return
+        if not str(self.mts).strip():
+            raise InputError(f"{m} is empty; give an inner model file (flashschnet-distill MODEL PDB --out inner.pt)")
+        outer = self.step_fs
+        if not (0.0 < outer <= self.MAX_DT_FS):
+            raise InputError(f"{o} {outer:g} fs is outside (0, {self.MAX_DT_FS:g}]")
+        k = outer / self.dt_fs
+        if round(k) < 1 or abs(k - round(k)) > 1e-9 * k:
+            raise InputError(f"{o} {outer:g} fs must be a whole multiple of {dt} {self.dt_fs:g} fs (the inner step), "
+                             f"e.g. {o} {2 * self.dt_fs:g}")
+
+    def dynamics(self, inner=None):
+        """The :class:`~flashschnet.openmm.dynamics.Dynamics` of these settings (``inner``: the loaded inner
+        model when ``mts`` is set)."""
+        from .dynamics import Dynamics
+
+        if self.mts and inner is None:
+            raise ValueError("the inner model must be loaded for a run with mts")
+        return Dynamics(self.step_fs, self.friction_per_ps, self.inner_steps, inner if self.mts else None)
 
     def _validate_ensemble(self) -> None:
         if self.workers is not None and self.scheduler:
@@ -179,7 +223,7 @@ class RunSettings(DynamicsSettings):
         return EnsemblePlan(out=out, steps=self.steps, temperatures_K=self.ladder(),
                             exchange_interval=self.exchange_interval if self.temperatures else None,
                             report_interval=self.report_interval, checkpoint_interval=self.checkpoint_interval,
-                            dt_fs=self.dt_fs, friction_per_ps=self.friction_per_ps, seed=seed, blocks=blocks,
+                            dt_fs=self.step_fs, friction_per_ps=self.friction_per_ps, seed=seed, blocks=blocks,
                             platform=self.platform, max_force=self.max_force, on_blowup=self.on_blowup,
                             threads=self.threads if self.threads else (1 if self.workers or self.scheduler else None))
 
@@ -188,6 +232,15 @@ def _load_priors(path: str):
     from ..priors import load_priors
 
     return load_priors(path)
+
+
+def _load_inner(path: str, mol):
+    """The inner model of ``--mts``, checked against the molecule (one line naming the file otherwise)."""
+    from ..distill import load_inner
+
+    inner = load_inner(path)
+    inner.check_applies_to(mol, source=str(path))
+    return inner
 
 
 @one_plan()     # one TorchScript plan per module (flashschnet.torchscript): a resume repeats the run bitwise
@@ -225,7 +278,7 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
         if s.temperatures:
             from .ensemble.run import finish_rung_files
 
-            finish_rung_files(out, s.ladder(), s.report_interval, s.dt_fs * 1e-3, lambda: cg_topology(
+            finish_rung_files(out, s.ladder(), s.report_interval, s.step_fs * 1e-3, lambda: cg_topology(
                 run_structure(s, out, resume=True).molecule(s.mapping), replicas=1), echo)
         return done
     if s.seed is None:
@@ -253,7 +306,7 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
                 trajectories=[os.path.join(out, f"replica_{r:03d}.dcd") for r in range(R)],
                 trajectory_topology=cg_topology(mol, replicas=1), masses_amu=mol.masses, start=start,
                 run_json=dict(_run_json(s), engine=cg.engine), label=mol.bead_label, replica_energies=cg.energies,
-                on_blowup=s.on_blowup, reporters=reporters, desc=f"{R} x {N} beads")
+                on_blowup=s.on_blowup, reporters=reporters, desc=f"{R} x {N} beads", dynamics=cg.dynamics)
     result = run_job(job, resume=resume, progress=progress, echo=echo)
     result.notes = list(mol.notes)
     return result
@@ -277,6 +330,7 @@ class CGSetup:
     system: object
     energies: ReplicaEnergies
     engine: str = ""          # the edge engine the network runs (flashschnet.fused.engine.running_engine)
+    dynamics: Optional[Dynamics] = None     # force groups and integrator (multiple time stepping with --mts)
 
 
 def run_structure(s: RunSettings, out: str, resume: bool, echo: Callable[[str], None] = lambda m: None) -> CleanedStructure:
@@ -317,10 +371,14 @@ def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda 
         echo(f"note: {NO_PRIORS_NOTE}")
 
     # 3. the System, and the network module its force runs (the log's energies come from it too) ------------
+    dynamics = s.dynamics(_load_inner(s.mts, mol) if s.mts else None)
     types = torch.as_tensor(mol.bead_types, dtype=torch.long)
     module = (network_module(model, types, replicas) if s.network_force == "torch"
               else OpenMMNetwork(model, types, replicas))
-    system = build_system(mol, model, replicas=replicas, priors=priors, module=module, network_force=s.network_force)
+    system = build_system(mol, model, replicas=replicas, priors=priors, module=module, network_force=s.network_force,
+                          dynamics=dynamics)
+    if dynamics.mts:
+        echo(f"note: {dynamics.describe()}")
     engine = running_engine(model, device)
     echo(f"note: network backend {model.backend} (engine {engine}; {device}, {s.precision} precision; 16-bit weights: "
          f"{describe(model.config)}; filter tables: {describe_compression(model.config)})")
@@ -331,7 +389,7 @@ def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda 
         echo("note: --cuda-graph is ignored: it replays the triton backend's step on CUDA (--platform CUDA on a GPU "
              "machine)")
     return CGSetup(model=model, mol=mol, priors=priors, system=system,
-                   energies=ReplicaEnergies(module, mol, priors, replicas, s.platform), engine=engine)
+                   energies=ReplicaEnergies(module, mol, priors, replicas, s.platform), engine=engine, dynamics=dynamics)
 
 
 class CGBuilder:
@@ -352,7 +410,7 @@ class CGBuilder:
                            trajectory_topology=cg_topology(mol, replicas=1), particles=mol.n_beads,
                            masses_amu=np.asarray(mol.masses, dtype=float),
                            positions_nm=replica_positions_nm(mol, replicas), energies=cg.energies,
-                           label=mol.bead_label, notes=list(mol.notes))
+                           label=mol.bead_label, notes=list(mol.notes), dynamics=cg.dynamics)
 
 
 def _run_ensemble(s: RunSettings, out: str, resume: bool, progress: bool, echo: Callable[[str], None],

@@ -16,13 +16,10 @@ import openmm
 import torch
 
 from ..errors import InputError
-from ..loaded import as_loaded
-from .force import check_network_force, create_python_force, create_torch_force, network_module
+from ..loaded import LoadedModel, as_loaded
+from .dynamics import NETWORK_GROUP, PRIOR_GROUP
+from .force import OpenMMNetwork, check_network_force, create_python_force, create_torch_force, network_module
 from .units import conversion_factors
-
-#: force groups, so energies can be split with ``getState(groups=...)``
-NETWORK_GROUP = 0
-PRIOR_GROUP = 1
 
 _USE_MODEL_PRIORS = "model"
 
@@ -52,7 +49,8 @@ def check_compatible(mol, model) -> None:
 
 
 def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, module=None,
-                 network_force: str = "torch", torch_properties: Optional[Dict[str, str]] = None) -> openmm.System:
+                 network_force: str = "torch", torch_properties: Optional[Dict[str, str]] = None,
+                 dynamics=None) -> openmm.System:
     """An OpenMM System for ``replicas`` packed copies of the CG molecule ``mol``.
 
     Parameters
@@ -76,11 +74,16 @@ def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, m
     torch_properties : dict, optional
         openmm-torch properties of the TorchForce (``network_force="torch"`` only), e.g.
         :data:`~flashschnet.openmm.force.CUDA_GRAPH_PROPERTIES` for CUDA-graph capture; default none.
+    dynamics : Dynamics, optional
+        How the System will be integrated (:class:`flashschnet.openmm.dynamics.Dynamics`): with an inner model
+        (multiple time stepping) its forces are added too, in the groups the integrator expects; default: single
+        stepping.
 
     Returns
     -------
     openmm.System
-        Non-periodic; the network in force group 0, the priors in group 1.
+        Non-periodic; the network (with an inner model: ``full - inner``) in force group 0, the priors (and the
+        inner model) in group 1.
     """
     if replicas < 1:
         raise InputError(f"replicas must be at least 1, got {replicas}")
@@ -90,18 +93,24 @@ def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, m
         for m in masses:
             system.addParticle(float(m))
     add_model_forces(system, mol, model, replicas, priors=priors, module=module, network_force=network_force,
-                     torch_properties=torch_properties)
+                     torch_properties=torch_properties, dynamics=dynamics)
     return system
 
 
 def add_model_forces(system: openmm.System, mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS,
                      module=None, network_force: str = "torch", network_group: int = NETWORK_GROUP,
-                     prior_group: int = PRIOR_GROUP, torch_properties: Optional[Dict[str, str]] = None) -> None:
+                     prior_group: int = PRIOR_GROUP, torch_properties: Optional[Dict[str, str]] = None,
+                     dynamics=None) -> None:
     """Add the network and prior forces for ``replicas`` packed copies of ``mol`` to an existing ``system``
     whose particles ``0 .. replicas * mol.n_beads - 1`` are those copies (replica-major).
 
-    Parameters are those of :func:`build_system`; ``network_group`` / ``prior_group`` are the force groups.
+    Parameters are those of :func:`build_system`; ``network_group`` / ``prior_group`` are the force groups (with
+    an inner model, ``dynamics`` decides them: the integrator's).
     """
+    mts = dynamics is not None and dynamics.mts
+    if mts and (network_group, prior_group) != (NETWORK_GROUP, PRIOR_GROUP):
+        raise InputError("multiple time stepping puts the network and the priors in force groups "
+                         f"{NETWORK_GROUP} and {PRIOR_GROUP}; other groups cannot be given with an inner model")
     check_network_force(network_force, "network_force")
     if torch_properties and network_force != "torch":
         raise InputError(f"torch_properties apply to the TorchForce only, not network_force={network_force!r}")
@@ -109,7 +118,14 @@ def add_model_forces(system: openmm.System, mol, model=None, replicas: int = 1, 
     if model is not None:
         check_compatible(mol, model)
         types = torch.as_tensor(mol.bead_types, dtype=torch.long)
-        if network_force == "python":
+        if mts:
+            if module is None:
+                module = (network_module(model, types, replicas) if network_force == "torch"
+                          else OpenMMNetwork(model, types, replicas))
+            if not isinstance(dynamics.inner, LoadedModel):
+                dynamics.inner.check_applies_to(mol)
+            dynamics.add_network(system, module, mol, replicas, network_force, torch_properties)
+        elif network_force == "python":
             system.addForce(create_python_force(model, types, replicas, network_group, module=module))
         else:
             if module is None:

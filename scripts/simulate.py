@@ -6,7 +6,7 @@
                          [--matmul auto|ieee|tf32|bf16|fp16] [--cuda-graph] [--on-blowup stop|drop]
                          [--compress none|float32|float16|bfloat16] [--compress-knots N]
                          [--temperatures 300:450:8 | 300,320,345] [--exchange-interval 500]
-                         [--workers N | --scheduler ADDRESS] [--blocks B]
+                         [--workers N | --scheduler ADDRESS] [--blocks B] [--mts INNER_MODEL --outer-dt FS]
     flashschnet-simulate --resume --out DIR [--steps N]      (the run's own settings and files, by content)
 
 Exit status: 0 done, 2 bad input (one-line message), 3 the simulation blew up (the last good checkpoint is
@@ -73,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="when one replica blows up (NaN, or a force above --max-force): stop the run (default; exit "
                         "status 3, the last good checkpoint is kept) or drop that replica (frozen at its last good "
                         "frame, no more frames or log rows; listed in OUT/dropped.json) and go on with the others")
+    m = p.add_argument_group("distilled multiple time stepping (docs/sampling.md)")
+    m.add_argument("--mts", default=None, metavar="INNER_MODEL",
+                   help="an inner model distilled from --model on this protein (flashschnet-distill): the priors and "
+                        "the inner model every --dt, the network's difference from it every --outer-dt")
+    m.add_argument("--outer-dt", type=float, default=None, metavar="FS",
+                   help="with --mts: the outer time step in fs, a whole multiple of --dt (default 2 x --dt); "
+                        "--steps and the intervals count outer steps")
     g = p.add_argument_group("parallel tempering and ensembles (docs/ensembles.md)")
     g.add_argument("--temperatures", default=None, metavar="TMIN:TMAX:N|T1,T2,...",
                    help="parallel tempering: one walker per temperature (K), a geometric ladder TMIN:TMAX:N or an "

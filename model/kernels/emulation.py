@@ -285,11 +285,16 @@ def environment() -> Dict[str, object]:
     """What the recorded numbers depend on to the last bit: torch/numpy versions and the CPU (the float32
     products and elementwise functions are vectorised per instruction set; a different CPU flips a few tf32
     roundings)."""
-    cpu = platform.processor() or ""
+    cpu, isa = platform.processor() or "", ""
     try:
         with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+            lines = f.read().splitlines()
+        cpu = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")), cpu)
+        # the model name of a virtual machine can be as coarse as "AMD EPYC": the instruction sets are what the
+        # vectorised float32 code depends on (seen: two "AMD EPYC" machines whose ieee forces differed by 7e-4)
+        flags = next((ln.split(":", 1)[1].split() for ln in lines if ln.startswith("flags")), [])
+        isa = " ".join(sorted(fl for fl in flags if fl.startswith(("avx", "fma", "sse", "f16c", "amx"))))
     except OSError:
         pass
     return {"torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version(),
-            "machine": platform.machine(), "cpu": cpu}
+            "machine": platform.machine(), "cpu": cpu, "isa": isa}

@@ -27,7 +27,8 @@ from ..reporters import (HealthReporter, ReplicaDCDReporter, cut_trajectories, r
                          write_checkpoint)
 from ..runner.loop import freeze_replicas, step_with_rescue
 from ..units import BOLTZMANN_KJ_MOL_K
-from .integrator import particle_temperatures, set_particle_temperatures, tempering_integrator
+from ..dynamics import Dynamics
+from ..integrators import particle_temperatures, set_particle_temperatures
 
 if TYPE_CHECKING:
     from .driver import EnsemblePlan
@@ -58,6 +59,9 @@ class BlockSystem:
     properties : dict
         OpenMM platform properties.
     notes : list of str
+    dynamics : Dynamics or None
+        The force groups and integrator the System was built for (:class:`~flashschnet.openmm.dynamics.Dynamics`:
+        an inner model means multiple time stepping); None: single stepping with the plan's step and friction.
     """
 
     system: openmm.System
@@ -70,6 +74,7 @@ class BlockSystem:
     label: Callable[[int], str] = lambda i: f"bead {i}"
     properties: Dict[str, str] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
+    dynamics: Optional["Dynamics"] = None
 
 
 @dataclass
@@ -143,8 +148,11 @@ class WalkerBlock:
         self.masses = np.asarray(self.bs.masses_amu, dtype=float)
         self.dt_ps = spec.plan.dt_fs * 1e-3
         self.temps = np.asarray(spec.temperatures_K, dtype=float)
-        self.integrator = tempering_integrator(self.dt_ps, spec.plan.friction_per_ps, self._per_particle(self.temps),
-                                               spec.seed)
+        dynamics = self.bs.dynamics or Dynamics(spec.plan.dt_fs, spec.plan.friction_per_ps)
+        if abs(dynamics.step_fs - spec.plan.dt_fs) > 1e-12 * spec.plan.dt_fs:
+            raise ValueError(f"the block's System was built for {dynamics.step_fs} fs steps, the run's are "
+                             f"{spec.plan.dt_fs} fs")
+        self.integrator = dynamics.integrator(self._per_particle(self.temps), spec.seed)
         props = dict(self.bs.properties)
         if spec.plan.platform == "CPU" and spec.plan.threads:
             props.setdefault("Threads", str(int(spec.plan.threads)))

@@ -28,6 +28,7 @@ import openmm.app as app
 import openmm.unit as u
 
 from ...errors import SimulationInstabilityError
+from ..dynamics import Dynamics
 from ..reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter, cut_trajectories,
                          ns_per_day, read_checkpoint, truncate_csv)
 from .directory import few_frames_warning, make_run_dir, resumed_step, write_dropped, write_run_json
@@ -105,6 +106,9 @@ class MDJob:
         More OpenMM reporters, after the built-in ones (so only with states the health check passed).
     desc : str
         The progress bar's label.
+    dynamics : Dynamics or None
+        The integrator and force groups the System was built for (:class:`~flashschnet.openmm.dynamics.Dynamics`);
+        None: single stepping with ``settings``' time step and friction (OpenMM's ``LangevinMiddleIntegrator``).
     """
 
     out: str
@@ -125,6 +129,7 @@ class MDJob:
     on_blowup: str = "stop"
     reporters: Sequence = ()
     desc: str = ""
+    dynamics: Optional[Dynamics] = None
 
 
 def run_job(job: MDJob, resume: bool = False, progress: bool = True,
@@ -144,10 +149,9 @@ def run_job(job: MDJob, resume: bool = False, progress: bool = True,
                 job.system.setParticleMass(i, 0.0)
 
     # the Simulation --------------------------------------------------------------------------------------------
-    dt_ps = (s.dt_fs * u.femtosecond).value_in_unit(u.picosecond)
-    integrator = openmm.LangevinMiddleIntegrator(s.temperature_K * u.kelvin, s.friction_per_ps / u.picosecond,
-                                                 dt_ps * u.picosecond)
-    integrator.setRandomNumberSeed(int(s.seed))
+    dynamics = job.dynamics if job.dynamics is not None else Dynamics(s.step_fs, s.friction_per_ps)
+    dt_ps = dynamics.step_ps
+    integrator = dynamics.integrator(s.temperature_K, s.seed, particles=R * N)
     platform = openmm.Platform.getPlatformByName(s.platform)
     simulation = app.Simulation(job.topology, job.system, integrator, platform, job.properties)
 

@@ -22,7 +22,7 @@ from .resume import option_name
 #: flashschnet-martini (their messages name the options with :func:`flag`; the command lines find a field's
 #: option with it)
 FLAGS = {"pdb": "PDB", "dt_fs": "--dt", "temperature_K": "--temperature", "friction_per_ps": "--friction",
-         "padding_nm": "--padding", "salt_molar": "--salt", "elastic": "--no-elastic"}
+         "padding_nm": "--padding", "salt_molar": "--salt", "elastic": "--no-elastic", "outer_dt_fs": "--outer-dt"}
 
 
 def flag(field: str) -> str:
@@ -105,3 +105,9 @@ class DynamicsSettings:
 
     def _check_temperature(self) -> None:
         check_finite(self.temperature_K, flag("temperature_K"), "K", positive=True)
+
+    @property
+    def step_fs(self) -> float:
+        """The integrator's step, fs: what one of ``steps`` advances (``dt_fs``; the outer step of a run with
+        multiple time stepping, :class:`~flashschnet.openmm.simulate.RunSettings`)."""
+        return float(self.dt_fs)

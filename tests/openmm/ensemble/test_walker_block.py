@@ -15,7 +15,7 @@ from flashschnet.errors import InputError, SimulationInstabilityError
 from flashschnet.openmm.dcd import read_dcd
 from flashschnet.openmm.ensemble import EnsemblePlan, LocalBlocks, block_specs, check_plan, drive
 from flashschnet.openmm.ensemble.block import WalkerBlock
-from flashschnet.openmm.ensemble.integrator import particle_temperatures
+from flashschnet.openmm.integrators import particle_temperatures
 from helpers.ensemble_systems import HarmonicBuilder, _topology
 
 P = 8          # particles per walker
