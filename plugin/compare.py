@@ -9,9 +9,16 @@ It runs ``flashschnet-martini`` (20 fs, one solvated protein) into ``OUT/martini
 * structure, one bead per residue (MARTINI's BB, the 5-bead mapping's CA), each against its own mapping of the
   PDB (martinize2's ``cg.pdb``; the CG topology's native positions): backbone RMSD, radius of gyration, per-residue
   RMSF, native contacts Q and secondary-structure retention (:mod:`flashschnet.openmm.observables`); the summary
-  statistics use the second half of each run's frames, pooled over replicas.
+  statistics use the second half of each run's frames, pooled over replicas (the earlier half is discarded as
+  equilibration, for both force fields alike);
+* sampling efficiency over the same frames (:mod:`flashschnet.openmm.sampling`): the statistical inefficiency g
+  of Rg and Q (frames and ps), effective samples, and effective samples per wall-clock hour of the step loop that
+  wrote those frames (each report interval's wall time from the log's ns_per_day), per replica and aggregate,
+  with error bars; too few frames are said (a lower bound, or no estimate), and a log without the speed of every
+  analysed interval gives ESS/hour "not recorded" (one note).
 
-Outputs: ``OUT/comparison.md`` (a Markdown table), ``OUT/comparison.json``, ``OUT/comparison.png``.
+Outputs: ``OUT/comparison.md`` (Markdown tables), ``OUT/comparison.json``, ``OUT/comparison.png``,
+``OUT/sampling.png`` (:mod:`flashschnet.openmm.sampling_report`).
 """
 from __future__ import annotations
 
@@ -19,14 +26,16 @@ import json
 import math
 import os
 from dataclasses import asdict, dataclass
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
 from ..errors import InputError
 from .observables import native_dssp, structure_metrics
 from .cleaning import CLEANED_NAME, clean_pdb
-from .run_reader import RunDir, backbone_beads, pdb_positions, read_log, read_pdb
+from .run_reader import RunDir, backbone_beads, interval_walls, pdb_positions, read_log, read_pdb
+from . import sampling_report
+from .sampling import sampling_efficiency
 
 MARTINI_DT_FS = 20.0
 FLASHSCHNET_DT_FS = 4.0
@@ -63,19 +72,18 @@ class CompareSettings:
         return interval * max(total // interval, 1), interval
 
 
-def log_speed(log_csv: str, dt_fs: float, echo: Callable[[str], None] = print) -> Dict[str, float]:
+def log_speed(log_csv: str, dt_fs: float,
+              echo: Callable[[str], None] = print) -> Tuple[Dict[str, float], Dict[int, float]]:
     """Speed of a run from its ``log.csv``: simulated ns over wall-clock days summed over the report intervals
-    (rows of replica 0; each row's ns_per_day covers the interval before it)."""
-    rows = read_log(log_csv, echo, extra=("ns_per_day",)).get(0, {"step": [], "ns_per_day": []})
-    ns, days, last = 0.0, 0.0, 0
-    for step, speed in zip(rows["step"], rows["ns_per_day"]):
-        step, speed = int(step), float(speed)
-        span = (step - last) * dt_fs * 1e-6
-        last = step
-        if np.isfinite(speed) and speed > 0:
-            ns += span
-            days += span / speed
-    return {"ns_per_day": ns / days if days > 0 else float("nan"), "steps": last}
+    (each row's ns_per_day covers the interval before it), and the wall seconds of each interval by the step that
+    ends it (:func:`~flashschnet.openmm.run_reader.interval_walls`)."""
+    log = read_log(log_csv, echo, extra=("ns_per_day",))
+    walls = interval_walls(log, dt_fs)
+    steps = sorted({int(s) for cols in log.values() for s in cols["step"]})
+    previous = dict(zip(steps, [0] + steps[:-1]))
+    ns = sum((s - previous[s]) * dt_fs * 1e-6 for s in walls)
+    days = sum(walls.values()) / 86400.0
+    return {"ns_per_day": ns / days if days > 0 else float("nan"), "steps": steps[-1] if steps else 0}, walls
 
 
 def analyse_martini(run_dir: str) -> Dict[str, object]:
@@ -84,12 +92,12 @@ def analyse_martini(run_dir: str) -> Dict[str, object]:
     cg = read_pdb(rd.file(os.path.join("system", "cg.pdb")))
     native = pdb_positions(cg, backbone_beads(cg.topology, "BB"))
     cfg = rd.run_json()
+    speed, walls = log_speed(rd.log_path, cfg["dt_fs"])
     return {"frames": rd.frames(0, rd.backbone())[None], "native": native, "dt_fs": cfg["dt_fs"],
             "interval": cfg["report_interval"], "first_step": rd.header(0).first_step, "replicas": 1,
             "particles": rd.topology().n_atoms,
             "protein_beads": cg.n_atoms, "salt_molar": cfg["salt_molar"], "go": bool(cfg.get("go", False)),
-            "elastic": bool(cfg.get("elastic", True)),
-            "speed": log_speed(rd.log_path, cfg["dt_fs"])}
+            "elastic": bool(cfg.get("elastic", True)), "speed": speed, "walls": walls}
 
 
 def analyse_flashschnet(run_dir: str) -> Dict[str, object]:
@@ -99,15 +107,18 @@ def analyse_flashschnet(run_dir: str) -> Dict[str, object]:
     frames = np.stack([rd.frames(r, ca) for r in rd.trajectories])           # [R, T, N, 3]
     cfg = rd.run_json()
     n = rd.topology().n_atoms
+    speed, walls = log_speed(rd.log_path, cfg["dt_fs"])
     return {"frames": frames, "native": pdb_positions(rd.topology(), ca), "dt_fs": cfg["dt_fs"],
             "interval": cfg["report_interval"], "first_step": rd.header(next(iter(rd.trajectories))).first_step,
             "replicas": len(rd.trajectories), "particles": n,
-            "protein_beads": n, "speed": log_speed(rd.log_path, cfg["dt_fs"])}
+            "protein_beads": n, "speed": speed, "walls": walls}
 
 
 def summarise(run: Dict[str, object], ss: Optional[str] = None) -> Dict[str, object]:
-    """Structure metrics of a run (pooled over replicas; means over the second half of the frames); ``ss``:
-    the native DSSP per residue (None: no secondary-structure retention)."""
+    """Structure metrics of a run (pooled over replicas; means over the second half of the frames) and its
+    sampling efficiency (``"sampling"``: :func:`~flashschnet.openmm.sampling.sampling_efficiency` of Rg and Q over
+    the same frames, with the wall time of the report intervals that produced them, None where the log has no
+    speed for one of them); ``ss``: the native DSSP per residue (None: no secondary-structure retention)."""
     frames, native = run["frames"], run["native"]
     R, T = frames.shape[:2]
     if frames.shape[2] != len(native):
@@ -118,7 +129,8 @@ def summarise(run: Dict[str, object], ss: Optional[str] = None) -> Dict[str, obj
     per = {k: m[k].reshape(R, T) for k in ("rmsd", "rg", "q", "ss_retention")}
     half = slice(T // 2, T)
     # frame k is step first + k * interval: first 0 (the starting state), or one interval in older run directories
-    times_ns = ((run.get("first_step", run["interval"]) + np.arange(T) * run["interval"]) * run["dt_fs"] * 1e-6)
+    steps = run.get("first_step", run["interval"]) + np.arange(T) * run["interval"]
+    times_ns = steps * run["dt_fs"] * 1e-6
     out = {"times_ns": times_ns.tolist(), "rmsf_nm": m["rmsf"].tolist(), "rg_native_nm": float(m["rg_native"]),
            "n_native_contacts": int(m["n_contacts"]), "ss_native": ss,
            "series": {k: v.mean(axis=0).tolist() for k, v in per.items()}}
@@ -127,6 +139,12 @@ def summarise(run: Dict[str, object], ss: Optional[str] = None) -> Dict[str, obj
         out[k] = {"mean": float(np.nanmean(x)) if np.isfinite(x).any() else float("nan"),
                   "sd": float(np.nanstd(x)) if np.isfinite(x).any() else float("nan")}
     out["rmsf_mean_nm"] = float(m["rmsf"].mean())
+    walls = run.get("walls") or {}
+    analysed = [int(k) for k in steps[half]]
+    wall = float(sum(walls[k] for k in analysed)) if analysed and all(k in walls for k in analysed) else None
+    out["sampling"] = sampling_efficiency({k: per[k][:, half] for k in ("rg", "q")}, run["interval"] * run["dt_fs"]
+                                          * 1e-3, wall, labels={"rg": "Rg", "q": "Q"})
+    out["sampling"]["first_frame"] = T // 2
     return out
 
 
@@ -181,7 +199,7 @@ def markdown(result: Dict[str, object]) -> str:
         "mapping of the PDB; secondary-structure retention: native helix/strand residues (DSSP of the PDB) whose "
         "distances to the beads 2-4 residues along their segment stay within 15 % of native. See "
         "`flashschnet.openmm.compare` for the definitions.",
-    ]
+    ] + sampling_report.markdown(result)
     return "\n".join(lines) + "\n"
 
 
@@ -310,20 +328,29 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
              "secondary-structure retention is not reported")
         ss = None
     result["ss_native"] = ss
+    unclocked = []
     for name, analyse in (("martini", analyse_martini), ("flashschnet", analyse_flashschnet)):
         run_data = analyse(dirs[name])
         run_data["summary"] = summarise(run_data, ss)
         if ss is not None and run_data["summary"]["ss_native"] is None:
             echo(f"note: {name}: {len(run_data['native'])} residues but DSSP has {len(ss)}; no secondary-structure retention")
         run_data.pop("frames")
+        run_data.pop("walls")
+        run_data["sampling"] = run_data["summary"].pop("sampling")
+        if run_data["sampling"]["wall_s"] is None:
+            unclocked.append(os.path.join(dirs[name], "log.csv"))
         run_data["native"] = np.asarray(run_data["native"]).tolist()
         result[name] = run_data
+    if unclocked:
+        echo(f"note: no wall time for the analysed frames in {' or '.join(unclocked)} (no ns_per_day for every "
+             "report interval); ESS/hour is not reported")
     from ..atomic import staged_files
 
-    with staged_files(out, what="writing the comparison") as stage:    # all three files or none (OutputError)
+    with staged_files(out, what="writing the comparison") as stage:    # all four files or none (OutputError)
         with open(os.path.join(stage, "comparison.json"), "w") as f:
             json.dump(result, f, indent=1)
         with open(os.path.join(stage, "comparison.md"), "w") as f:
             f.write(markdown(result))
         plot(result, os.path.join(stage, "comparison.png"))
+        sampling_report.plot(result, os.path.join(stage, sampling_report.FIGURE))
     return result

@@ -131,6 +131,40 @@ def read_log(path: str, echo: Callable[[str], None] = print,
     return out
 
 
+def interval_walls(log: Dict[int, Dict[str, np.ndarray]], dt_fs: float) -> Dict[int, float]:
+    """Wall-clock seconds of each report interval of a run's step loop, from its log.
+
+    A row's ``ns_per_day`` (6 significant digits) is the speed over the interval that ends at its step (since the
+    previous row; the clock restarts at each row and at the start of the loop), so that interval took
+    ``(step - previous step) * dt / ns_per_day`` days: the integration loop with its reporters, not set-up,
+    minimisation or the step-0 check. Every replica's row of a step carries the same speed (the replicas share
+    the loop); the first logged replica's rows are read at each step (a dropped replica's rows stop).
+
+    Parameters
+    ----------
+    log : dict
+        :func:`read_log` with ``extra=("ns_per_day",)``.
+    dt_fs : float
+        Time step, fs.
+
+    Returns
+    -------
+    dict {step: seconds}
+        The intervals with a finite positive speed (none for a log without the column, or for step 0).
+    """
+    speed: Dict[int, float] = {}
+    for cols in log.values():
+        for step, v in zip(cols["step"], cols.get("ns_per_day", np.full(len(cols["step"]), np.nan))):
+            speed.setdefault(int(step), float(v))
+    walls, last = {}, 0
+    for step in sorted(speed):
+        v = speed[step]
+        if np.isfinite(v) and v > 0 and step > last:
+            walls[step] = (step - last) * dt_fs * 1e-6 / v * 86400.0
+        last = step
+    return walls
+
+
 class RunDir:
     """A run directory of ``flashschnet-simulate`` or ``flashschnet-martini`` (see the module docstring).
 

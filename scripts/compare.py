@@ -4,7 +4,8 @@
                         [--replicas 8] [--platform CPU] [--threads N] [--analyse-only]
 
 Writes OUT/martini/ and OUT/flashschnet/ (the two runs, as flashschnet-martini and flashschnet-simulate write
-them) and OUT/comparison.{md,json,png}. Exit status: 0 done, 2 bad input, 3 a simulation blew up; 5, 6, 7 an
+them) and OUT/comparison.{md,json,png} and OUT/sampling.png (statistical inefficiency and effective samples per
+wall-clock hour of Rg and Q, per force field). Exit status: 0 done, 2 bad input, 3 a simulation blew up; 5, 6, 7 an
 output could not be written: 5 no space left, 6 not allowed to write, 7 another I/O error (one line naming the file;
 the comparison files are written all or none).
 """
@@ -25,8 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=exit_statuses("3 a simulation blew up"),
         description="Run the same all-atom PDB as MARTINI 3 (flashschnet-martini, 20 fs) and with a FlashSchNet "
                     "model (flashschnet-simulate, 4 fs, packed replicas) on the same OpenMM platform, then compare "
-                    "speed (ns/day) and structure (backbone RMSD, Rg, RMSF, native contacts Q, secondary-structure "
-                    "retention) in OUT/comparison.md, .json and .png.",
+                    "speed (ns/day), structure (backbone RMSD, Rg, RMSF, native contacts Q, secondary-structure "
+                    "retention) and sampling efficiency (statistical inefficiency and effective samples per "
+                    "wall-clock hour of Rg and Q, with error bars) in OUT/comparison.md, .json and .png and "
+                    "OUT/sampling.png.",
     )
     p.add_argument("pdb", help="all-atom protein structure (PDB)")
     p.add_argument("--model", required=True, help="flashschnet checkpoint (with priors for this protein, or --priors)")
@@ -63,10 +66,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     def summary(result) -> str:
         m, f = result["martini"]["speed"]["ns_per_day"], result["flashschnet"]["speed"]["ns_per_day"]
         return (f"done: MARTINI {m:.4g} ns/day, FlashSchNet {f:.4g} ns/day per replica x {result['flashschnet']['replicas']}; "
-                f"report in {args.out}/comparison.md (+ .json, .png)")
+                f"report in {args.out}/comparison.md (+ .json, .png, sampling.png)")
 
     def job(echo):
-        require_extras("matplotlib")                 # comparison.png
+        require_extras("matplotlib", "pymbar")       # comparison.png, sampling.png; statistical inefficiency
         from flashschnet.openmm.benchmark.machine import cpu_model
 
         return compare(settings, machine=cpu_model(), progress=not args.quiet, echo=echo)

@@ -2,7 +2,10 @@
 the refusal to overwrite."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,14 +29,24 @@ def test_help_through_the_console_entry_point():
         assert flag in res.stdout
 
 
-def test_tiny_comparison(tmp_path, capsys):
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """One tiny comparison for this module's tests: ``(out, args, stderr)``; 5 frames a run after step 0 (3 analysed:
+    too few for a statistical inefficiency, which :func:`test_summarise_samples_the_analysed_frames` covers)."""
     if not (M3 / "martini_v3.0.0.itp").exists():
         pytest.skip(f"MARTINI 3 force-field files not found in {M3} (../shared/ is absent)")
-    out = tmp_path / "cmp"
+    out = tmp_path_factory.mktemp("compare") / "cmp"
     args = [PDB, "--model", MODEL, "--forcefield-dir", str(M3), "--out", str(out), "--martini-ns", "0.004",
             "--flashschnet-ns", "0.0002", "--replicas", "2", "--frames", "5", "--threads", "1", "--quiet"]
-    assert main(args) == 0
-    assert "report in" in capsys.readouterr().err
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(args) == 0
+    return out, args, err.getvalue()
+
+
+def test_tiny_comparison(tiny, capsys):
+    out, args, err = tiny
+    assert "report in" in err and "sampling.png" in err
     res = json.loads((out / "comparison.json").read_text())
     m, f = res["martini"], res["flashschnet"]
     assert m["speed"]["steps"] == 200 and f["speed"]["steps"] == 50 and f["replicas"] == 2
@@ -54,3 +67,92 @@ def test_tiny_comparison(tmp_path, capsys):
     assert main(args + ["--analyse-only"]) == 0 and (out / "comparison.md").read_text() == md
     capsys.readouterr()
     assert main(args) == 2 and "--analyse-only" in capsys.readouterr().err
+
+
+def test_sampling_efficiency_in_the_report(tiny):
+    """comparison.json holds each force field's sampling block: the wall time of the analysed frames' report
+    intervals (from its own log), and, as 3 frames are too few, no g but a warning; the Markdown its table and
+    warnings; sampling.png exists."""
+    from flashschnet.openmm.run_reader import interval_walls, read_log
+
+    out, _, _ = tiny
+    res = json.loads((out / "comparison.json").read_text())
+    for name, interval, dt_fs in (("martini", 40, 20.0), ("flashschnet", 10, 4.0)):
+        s = res[name]["sampling"]
+        assert s["first_frame"] == 3 and s["frame_ps"] == pytest.approx(interval * dt_fs * 1e-3)
+        walls = interval_walls(read_log(str(out / name / "log.csv"), lambda _: None, extra=("ns_per_day",)), dt_fs)
+        assert sorted(walls) == [interval * k for k in range(1, 6)]            # every interval but step 0's
+        assert s["wall_s"] == pytest.approx(sum(walls[interval * k] for k in (3, 4, 5)), rel=1e-12)
+        for key in ("rg", "q"):
+            e = s["observables"][key]
+            assert e["frames"] == 3 and e["status"] == "not enough frames" and e["g"]["value"] is None
+            assert e["ess_per_hour"]["value"] is None and s["acf"][key] is None
+        assert len(s["warnings"]) == 2 and all("not enough frames" in w for w in s["warnings"])
+    md = (out / "comparison.md").read_text()
+    for row in ("statistical inefficiency g of Rg", "ESS/hour of Rg per replica", "ESS/hour of Q aggregate",
+                "wall-clock time of those frames", "| error bars | none (no estimate)", "Warnings:",
+                "* MARTINI 3: Rg: not enough frames", "* FlashSchNet: Q: not enough frames"):
+        assert row in md, row
+    assert (out / "sampling.png").stat().st_size > 10_000
+
+
+def test_summarise_samples_the_analysed_frames():
+    """compare's summary on frames made here (no simulation): the sampling block covers the second half of the
+    frames, the wall time of their report intervals, and equals the sampling module's estimate of the same Rg
+    and Q series; one analysed interval without a speed makes the wall time (and ESS/hour) unknown."""
+    import numpy as np
+
+    from flashschnet.openmm.compare import summarise
+    from flashschnet.openmm.observables import structure_metrics
+    from flashschnet.openmm.sampling import estimate
+
+    rng = np.random.default_rng(0)
+    native = np.cumsum(rng.normal(0.0, 0.22, (20, 3)), axis=0)               # a 20-bead chain, nm
+    noise = np.zeros((2, 80, 20, 3))
+    for t in range(1, 80):                                                  # correlated breathing
+        noise[:, t] = 0.8 * noise[:, t - 1] + rng.normal(0.0, 0.05, (2, 20, 3))
+    run = {"frames": native + noise, "native": native, "dt_fs": 4.0, "interval": 25, "first_step": 0,
+           "walls": {25 * k: 2.0 for k in range(1, 80)}}
+    s = summarise(run)["sampling"]
+    assert s["first_frame"] == 40 and s["frame_ps"] == pytest.approx(0.1) and s["wall_s"] == pytest.approx(80.0)
+    m = structure_metrics(run["frames"].reshape(160, 20, 3), native)
+    for key in ("rg", "q"):
+        expect = estimate(m[key].reshape(2, 80)[:, 40:], 0.1, 80.0)
+        assert expect["g"]["value"] > 1.0 and expect["error_method"] == "replicas"
+        assert s["observables"][key]["g"] == expect["g"] and s["observables"][key]["frames"] == 40
+        assert s["observables"][key]["ess_per_hour_aggregate"] == expect["ess_per_hour_aggregate"]
+    del run["walls"][25 * 60]
+    s = summarise(run)["sampling"]
+    assert s["wall_s"] is None and s["observables"]["rg"]["ess_per_hour"]["value"] is None
+
+
+def test_analyse_only_on_an_older_output(tiny, tmp_path, capsys):
+    """--analyse-only on a previous version's output (no sampling.png, no sampling in comparison.json): the runs'
+    logs already carry each interval's speed, so ESS/hour is reported; a log without ns_per_day gives ESS/hour
+    "not recorded" with one note, exit 0, no traceback."""
+    out, args, _ = tiny
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    (old / "sampling.png").unlink()
+    res = json.loads((old / "comparison.json").read_text())
+    for name in ("martini", "flashschnet"):
+        res[name].pop("sampling")
+    (old / "comparison.json").write_text(json.dumps(res))
+    again = [str(old) if a == str(out) else a for a in args] + ["--analyse-only"]
+    assert main(again) == 0 and "ESS/hour is not reported" not in capsys.readouterr().err
+    assert json.loads((old / "comparison.json").read_text())["martini"]["sampling"]["wall_s"] > 0
+    assert (old / "sampling.png").exists()
+    for name in ("martini", "flashschnet"):                # a log without the speed column
+        log = old / name / "log.csv"
+        rows = [r.split(",") for r in log.read_text().splitlines()]
+        keep = [i for i, c in enumerate(rows[0]) if c != "ns_per_day"]
+        log.write_text("\n".join(",".join(r[i] for i in keep) for r in rows) + "\n")
+    assert main(again) == 0
+    err = capsys.readouterr().err
+    assert err.count("ESS/hour is not reported") == 1 and "Traceback" not in err
+    res = json.loads((old / "comparison.json").read_text())
+    for name in ("martini", "flashschnet"):
+        s = res[name]["sampling"]
+        assert s["wall_s"] is None
+        assert all(e["ess_per_hour"]["value"] is None for e in s["observables"].values())
+    assert "not recorded" in (old / "comparison.md").read_text()
