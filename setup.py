@@ -106,6 +106,7 @@ setup(
             "flashschnet-analyze = flashschnet.scripts.analyze:main",
             "flashschnet-doctor = flashschnet.scripts.doctor:main",
             "flashschnet-backmap = flashschnet.scripts.backmap:main",
+            "flashschnet-distill = flashschnet.scripts.distill:main",
         ],
         # OpenMM-ML finds our potential here: MLPotential("flashschnet", modelPath=...)
         "openmmml.potentials": [

@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import InputError
 from .observables import native_dssp, structure_metrics
 from .cleaning import CLEANED_NAME, clean_pdb
-from .run_reader import RunDir, backbone_beads, interval_walls, pdb_positions, read_log, read_pdb
+from .run_reader import RunDir, backbone_beads, interval_walls, pdb_positions, read_log, read_pdb, step_fs
 from . import sampling_report
 from .sampling import sampling_efficiency
 
@@ -60,6 +60,8 @@ class CompareSettings:
     backend: Optional[str] = None
     analyse_only: bool = False           # re-analyse the runs already in OUT
     go: bool = False                     # MARTINI with martinize2's Go model instead of the elastic network
+    mts: Optional[str] = None            # FlashSchNet with distilled multiple time stepping: the inner model file
+    outer_dt_fs: Optional[float] = None  # ... and its outer step (default 2 x 4 fs)
 
     def steps(self, ns: float, dt_fs: float) -> tuple:
         """(steps, report interval) for ``ns`` at ``dt_fs``: ``frames`` frames, steps a multiple of the interval."""
@@ -107,8 +109,9 @@ def analyse_flashschnet(run_dir: str) -> Dict[str, object]:
     frames = np.stack([rd.frames(r, ca) for r in rd.trajectories])           # [R, T, N, 3]
     cfg = rd.run_json()
     n = rd.topology().n_atoms
-    speed, walls = log_speed(rd.log_path, cfg["dt_fs"])
-    return {"frames": frames, "native": pdb_positions(rd.topology(), ca), "dt_fs": cfg["dt_fs"],
+    speed, walls = log_speed(rd.log_path, step_fs(cfg))
+    return {"frames": frames, "native": pdb_positions(rd.topology(), ca), "dt_fs": step_fs(cfg),
+            "inner_dt_fs": cfg["dt_fs"] if cfg.get("mts") else None,
             "interval": cfg["report_interval"], "first_step": rd.header(next(iter(rd.trajectories))).first_step,
             "replicas": len(rd.trajectories), "particles": n,
             "protein_beads": n, "speed": speed, "walls": walls}
@@ -181,7 +184,9 @@ def markdown(result: Dict[str, object]) -> str:
         "|---|---|---|",
         f"| model | martinize2 (DSSP, {_tertiary(m)}), W + {m['salt_molar']:g} M NaCl | {result['model_description']} |",
         f"| particles per replica | {m['particles']} ({m['protein_beads']} protein beads) | {f['particles']} beads |",
-        f"| time step | {m['dt_fs']:g} fs | {f['dt_fs']:g} fs |",
+        f"| time step | {m['dt_fs']:g} fs | {f['dt_fs']:g} fs"
+        + (f" (multiple time stepping: network every {f['dt_fs']:g} fs, priors + inner model every "
+           f"{f['inner_dt_fs']:g} fs)" if f.get("inner_dt_fs") else "") + " |",
         f"| replicas in one Context | 1 | {f['replicas']} |",
         f"| simulated per replica | {m['speed']['steps'] * m['dt_fs'] * 1e-6:.4g} ns | {f['speed']['steps'] * f['dt_fs'] * 1e-6:.4g} ns |",
         f"| ns/day per replica | {m['speed']['ns_per_day']:.4g} | {f['speed']['ns_per_day']:.4g} |",
@@ -291,10 +296,10 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
         martini = MartiniSettings(pdb=s.pdb, forcefield_dir=s.forcefield_dir, out=dirs["martini"], steps=steps,
                                   platform=s.platform, seed=s.seed, dt_fs=MARTINI_DT_FS, report_interval=interval,
                                   threads=s.threads, go=s.go, elastic=not s.go)
-        steps, interval = s.steps(s.flashschnet_ns, FLASHSCHNET_DT_FS)
-        flash = RunSettings(pdb=s.pdb, model=s.model, out=dirs["flashschnet"], steps=steps, replicas=s.replicas,
-                            platform=s.platform, seed=s.seed, dt_fs=FLASHSCHNET_DT_FS, report_interval=interval,
-                            priors=s.priors, backend=s.backend, threads=s.threads)
+        flash = RunSettings(pdb=s.pdb, model=s.model, out=dirs["flashschnet"], steps=0, replicas=s.replicas,
+                            platform=s.platform, seed=s.seed, dt_fs=FLASHSCHNET_DT_FS, priors=s.priors,
+                            backend=s.backend, threads=s.threads, mts=s.mts, outer_dt_fs=s.outer_dt_fs)
+        flash.steps, flash.report_interval = s.steps(s.flashschnet_ns, flash.step_fs)
         martini.validate()
         flash.validate()
         model = load_model(s.model)
@@ -307,7 +312,7 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
         make_run_dir(out)
         echo(f"MARTINI 3: {martini.steps} steps of {MARTINI_DT_FS:g} fs")
         run_martini(martini, progress=progress, echo=echo)
-        echo(f"FlashSchNet: {flash.steps} steps of {FLASHSCHNET_DT_FS:g} fs x {s.replicas} replicas")
+        echo(f"FlashSchNet: {flash.steps} steps of {flash.step_fs:g} fs x {s.replicas} replicas")
         run(flash, progress=progress, echo=echo)
 
     from ..checkpoint import load_model

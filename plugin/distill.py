@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from ..distill import InnerModel, fit, force_error, save_inner, template_for
-from ..errors import InputError
+from ..errors import InputError, SimulationInstabilityError
 from ..limits import check_finite, check_seed, check_threads
 from ..options import ModelOptions, prepare_model
 
@@ -109,8 +109,8 @@ def sample_frames(system, mol, s: DistillSettings, echo: Callable[[str], None]) 
         integrator.step(int(s.interval))
         frames[k] = context.getState(getPositions=True).getPositions(asNumpy=True).value_in_unit(u.nanometer)
         if not np.isfinite(frames[k]).all():
-            raise InputError(f"the full model blew up while sampling frames (frame {k}); check the model and the "
-                             "structure with flashschnet-simulate first, or lower --dt")
+            raise SimulationInstabilityError(f"the full model blew up while sampling frames (frame {k}); check the "
+                                             "model and the structure with flashschnet-simulate first, or lower --dt")
     steps = s.equilibration + s.frames * s.interval
     echo(f"sampled {s.frames} frames x {R} replicas ({steps} steps of {s.dt_fs:g} fs, "
          f"{steps * s.dt_fs * 1e-3:.4g} ps each) in {time.perf_counter() - t0:.0f} s")

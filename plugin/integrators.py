@@ -26,9 +26,10 @@ one step of length ``dt`` (the *outer* step) is
 
 This is BAOAB-RESPA (OpenMM's ``MTSLangevinIntegrator``, Lagardere et al. 2019) with its cycle started at the
 outer kick, as LangevinMiddle is BAOAB started at the kick: the two give the same positions; the velocities
-reported are again those after a thermostat. With ``k = 1`` and no outer force it is :func:`tempering_integrator`
-operation by operation and draws the same random numbers, so a run whose outer force vanishes (inner model =
-full model) repeats single stepping at ``h`` to rounding (test). Distilled multiple time stepping (DMTS) puts the
+reported are again those after a thermostat. A run whose outer force vanishes (inner model = full model) repeats
+single stepping at ``h`` to rounding without friction (test); with friction the trajectories differ in their
+random numbers only (OpenMM's custom integrators draw per-DOF numbers per computation of the program, and the
+outer kick is one more). Distilled multiple time stepping (DMTS) puts the
 priors and a cheap distilled model in the inner group and ``full - inner`` in the outer one
 (:mod:`flashschnet.openmm.dynamics`).
 

@@ -48,6 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="network implementation (default triton on CUDA, torch otherwise)")
     p.add_argument("--go", action="store_true",
                    help="MARTINI with the Go model (martinize2 -go) instead of the elastic network")
+    p.add_argument("--mts", default=None, metavar="INNER_MODEL",
+                   help="run FlashSchNet with distilled multiple time stepping: an inner model of --model on this PDB "
+                        "(flashschnet-distill)")
+    p.add_argument("--outer-dt", type=float, default=None, metavar="FS",
+                   help="with --mts: the outer time step in fs, a whole multiple of 4 (default 8)")
     p.add_argument("--analyse-only", action="store_true", help="re-analyse the runs already in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     return p
@@ -61,7 +66,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         pdb=args.pdb, model=args.model, forcefield_dir=args.forcefield_dir, out=args.out, martini_ns=args.martini_ns,
         flashschnet_ns=args.flashschnet_ns, replicas=args.replicas, frames=args.frames, platform=args.platform,
         seed=args.seed, threads=args.threads, priors=args.priors, backend=args.backend, analyse_only=args.analyse_only,
-        go=args.go)
+        go=args.go, mts=args.mts, outer_dt_fs=args.outer_dt)
 
     def summary(result) -> str:
         m, f = result["martini"]["speed"]["ns_per_day"], result["flashschnet"]["speed"]["ns_per_day"]

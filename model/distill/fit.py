@@ -116,6 +116,8 @@ def fit(template: InnerModel, frames, forces, perturbed=None, perturbed_forces=N
 
     frames, forces = np.asarray(frames, dtype=np.float64), np.asarray(forces, dtype=np.float64)
     P = template.n_parameters
+    if P == 0:                        # no terms: the inner group holds the priors alone
+        return with_coefficients(template, np.zeros(0))
     A = sp.csr_matrix((P, P))
     b = np.zeros(P)
     for i in range(0, len(frames), chunk):

@@ -37,11 +37,14 @@ class CheckpointReporter:
     def report(self, simulation, state):
         self.save(simulation)
 
-    def save(self, simulation):
+    def save(self, simulation, blob: Optional[bytes] = None):
+        """Write the checkpoint of the current state (``blob``: OpenMM's checkpoint of it taken earlier, e.g. before
+        a state was read for the health check: with a custom integrator on the CPU and Reference platforms, reading
+        the energy draws from the random stream the checkpoint must hold)."""
         if self.before_save is not None:
             self.before_save()
         meta = {"step": int(simulation.currentStep),
                 "time_ps": simulation.context.getTime().value_in_unit(u.picosecond)}
         meta.update(self.extra())
-        write_checkpoint(self.path, meta, simulation.context.createCheckpoint())
+        write_checkpoint(self.path, meta, blob if blob is not None else simulation.context.createCheckpoint())
         self.last_step = meta["step"]

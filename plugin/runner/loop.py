@@ -112,12 +112,16 @@ def integrate(simulation, steps: int, report_interval: int, health, checkpoint, 
     ``check_first``) record the starting state once it passed the check, before its checkpoint: a new run's
     step-0 frame and log row.
     """
-    def check_and_checkpoint(reporters: Sequence = ()) -> None:   # off the schedule: the start, a ragged end
+    def check_and_checkpoint(reporters: Sequence = (), snapshot_first: bool = False) -> None:
+        # off the schedule: the start, a ragged end. At the end the checkpoint is taken before the state is read:
+        # a custom integrator's energy (the multiple-time-step one) draws random numbers on the CPU and Reference
+        # platforms, and the run that goes on uninterrupted does not read that state
+        blob = simulation.context.createCheckpoint() if snapshot_first else None
         state = full_state(simulation, health, hint)
         health.report(simulation, state)
         for reporter in reporters:
             reporter.report(simulation, state)
-        checkpoint.save(simulation)
+        checkpoint.save(simulation, blob)
 
     start = simulation.currentStep
     bar = None
@@ -138,7 +142,7 @@ def integrate(simulation, steps: int, report_interval: int, health, checkpoint, 
             if bar is not None:
                 bar.update(simulation.currentStep - before)
         if checkpoint.last_step != simulation.currentStep:   # the last step was not a checkpoint step
-            check_and_checkpoint()
+            check_and_checkpoint(snapshot_first=True)
     finally:
         if bar is not None:
             bar.close()
