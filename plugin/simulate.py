@@ -49,6 +49,7 @@ from ..fused.engine import running_engine
 from ..limits import check_replicas
 from ..names import ON_BLOWUP
 from ..options import ModelOptions, prepare_model
+from ..tablecache import FilterTables
 from ..threads import run_threads
 from ..torchscript import keep_one_plan, one_plan
 from ..transforms import describe, describe_compression
@@ -100,8 +101,8 @@ class RunSettings(DynamicsSettings):
     quantize: str = "none"
     matmul: str = "auto"
     cuda_graph: bool = False
-    compress: str = "none"
-    compress_knots: Optional[int] = None           # ... up to here
+    compress: str = "auto"                         # auto: float32 filter tables on the fused backends at single
+    compress_knots: Optional[int] = None           # precision (flashschnet.options.resolve_compression) ... up to here
     network_force: str = "torch"                   # torch (TorchForce) | python (openmm.PythonForce)
     on_blowup: str = "stop"                        # stop | drop (a replica that blows up)
     temperatures: Optional[str] = None             # parallel tempering: "TMIN:TMAX:N" or "T1,T2,..." (K)
@@ -210,6 +211,8 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     s = settings
     out = run_dir(s.out)
     given = set(given) if given is not None else {k for k, v in asdict(s).items() if v is not None}
+    if s.compress == "auto":
+        given.discard("compress")                # the default: a resumed run keeps what its own default chose
     if s.temperatures and "temperature_K" in given:
         raise InputError(f"{flag('temperature_K')} {s.temperature_K:g} with {flag('temperatures')}: parallel tempering "
                          f"runs each walker at its rung of the ladder; leave {flag('temperature_K')} out")
@@ -252,11 +255,18 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     job = MDJob(out=out, settings=s, topology=cg_topology(mol, replicas=R), system=cg.system, replicas=R, particles=N,
                 trajectories=[os.path.join(out, f"replica_{r:03d}.dcd") for r in range(R)],
                 trajectory_topology=cg_topology(mol, replicas=1), masses_amu=mol.masses, start=start,
-                run_json=dict(_run_json(s), engine=cg.engine), label=mol.bead_label, replica_energies=cg.energies,
+                run_json=_ran(s, cg), label=mol.bead_label, replica_energies=cg.energies,
                 on_blowup=s.on_blowup, reporters=reporters, desc=f"{R} x {N} beads")
     result = run_job(job, resume=resume, progress=progress, echo=echo)
     result.notes = list(mol.notes)
     return result
+
+
+def _ran(s: RunSettings, cg: "CGSetup") -> dict:
+    """run.json of a new run: its settings (``compress`` and ``compress_knots`` as they ran: a table dtype and its
+    knots, or "none"), the engine, and whether the tables were the default's (``compress_default``; run.json files
+    without it ran what their settings say)."""
+    return dict(_run_json(s), engine=cg.engine, compress_default=cg.compress_default)
 
 
 def _run_json(s: RunSettings) -> dict:
@@ -277,6 +287,7 @@ class CGSetup:
     system: object
     energies: ReplicaEnergies
     engine: str = ""          # the edge engine the network runs (flashschnet.fused.engine.running_engine)
+    compress_default: bool = False      # the filter tables (or their absence) came from compress "auto"
 
 
 def run_structure(s: RunSettings, out: str, resume: bool, echo: Callable[[str], None] = lambda m: None) -> CleanedStructure:
@@ -296,14 +307,21 @@ def run_structure(s: RunSettings, out: str, resume: bool, echo: Callable[[str], 
 
 
 def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda m: None,
-            structure: Optional[CleanedStructure] = None) -> CGSetup:
+            structure: Optional[CleanedStructure] = None, tables: Optional[FilterTables] = None) -> CGSetup:
     """Steps 1-3 of a run: the model (with its variants), the CG mapping of the structure, the priors, and the
     System of ``replicas`` packed copies with the network module its force runs (which the per-replica energies
-    use too). ``structure``: what to map (default: ``s.pdb`` cleaned now). ``s`` is validated; ``s.mapping`` is
-    set to the mapping used."""
+    use too). ``structure``: what to map (default: ``s.pdb`` cleaned now); ``tables``: the filter tables to use
+    (an ensemble worker gets its driver's). ``s`` is validated; ``s.mapping`` is set to the mapping used, and
+    ``s.compress`` / ``s.compress_knots`` to the filter tables that run (a table dtype and its knots, or "none")."""
     # 1. model, 2. CG mapping of the PDB ----------------------------------------------------------------
     device = "cuda" if s.platform == "CUDA" and torch.cuda.is_available() else "cpu"
-    model = prepare_model(s.model, s.model_options(), device)
+    by_default = s.compress == "auto"
+    model = prepare_model(s.model, s.model_options(), device, tables=tables,
+                          names={f.name: flag(f.name) for f in fields(ModelOptions)})
+    for note in model.notes:
+        echo(f"note: {note}")
+    tabulated = model.config.get("compression")
+    s.compress, s.compress_knots = (tabulated["dtype"], tabulated["knots"]) if tabulated else ("none", None)
     mapping = s.mapping or model.config.get("cg_mapping") or "5bead"
     s.mapping = mapping
     if structure is None:
@@ -320,7 +338,8 @@ def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda 
     types = torch.as_tensor(mol.bead_types, dtype=torch.long)
     module = (network_module(model, types, replicas) if s.network_force == "torch"
               else OpenMMNetwork(model, types, replicas))
-    system = build_system(mol, model, replicas=replicas, priors=priors, module=module, network_force=s.network_force)
+    system = build_system(mol, model, replicas=replicas, priors=priors, module=module, network_force=s.network_force,
+                          compress="none")          # (the model is prepared: its tables, or none, are chosen)
     engine = running_engine(model, device)
     echo(f"note: network backend {model.backend} (engine {engine}; {device}, {s.precision} precision; 16-bit weights: "
          f"{describe(model.config)}; filter tables: {describe_compression(model.config)})")
@@ -331,22 +350,25 @@ def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda 
         echo("note: --cuda-graph is ignored: it replays the triton backend's step on CUDA (--platform CUDA on a GPU "
              "machine)")
     return CGSetup(model=model, mol=mol, priors=priors, system=system,
-                   energies=ReplicaEnergies(module, mol, priors, replicas, s.platform), engine=engine)
+                   energies=ReplicaEnergies(module, mol, priors, replicas, s.platform), engine=engine,
+                   compress_default=by_default)
 
 
 class CGBuilder:
     """The ensemble builder of a CG run: ``builder(replicas) ->`` :class:`~flashschnet.openmm.ensemble.block.BlockSystem`
-    (picklable: a Dask worker builds its block's System from the settings, loading the model itself)."""
+    (picklable: a Dask worker builds its block's System from the settings, loading the model itself; ``tables``,
+    the driver's filter tables, travel with it, so every block computes with the same ones wherever it runs)."""
 
-    def __init__(self, settings: RunSettings, structure: CleanedStructure):
+    def __init__(self, settings: RunSettings, structure: CleanedStructure, tables: Optional[FilterTables] = None):
         self.settings = settings
         self.structure = structure
+        self.tables = tables
 
     def __call__(self, replicas: int):
         from .ensemble.block import BlockSystem
 
         keep_one_plan()     # as run(): one TorchScript plan per module; a Dask worker keeps it for its life
-        cg = prepare(self.settings, replicas, structure=self.structure)
+        cg = prepare(self.settings, replicas, structure=self.structure, tables=self.tables)
         mol = cg.mol
         return BlockSystem(system=cg.system, topology=cg_topology(mol, replicas=replicas),
                            trajectory_topology=cg_topology(mol, replicas=1), particles=mol.n_beads,
@@ -369,12 +391,13 @@ def _run_ensemble(s: RunSettings, out: str, resume: bool, progress: bool, echo: 
     mol = cg.mol
 
     def write_start() -> None:
-        write_run_json(out, dict(_run_json(s), engine=cg.engine))
+        write_run_json(out, _ran(s, cg))
         structure.write(os.path.join(out, CLEANED_NAME))
         write_cg_pdb(mol, os.path.join(out, "topology.pdb"))
 
     # the cleaned text travels with the builder (no shared /tmp needed)
-    return run_ensemble(plan, CGBuilder(s, structure), mol.n_beads, cg_topology(mol, replicas=1), write_start,
+    tables = FilterTables.of(cg.model) if cg.model.config.get("compression") else None
+    return run_ensemble(plan, CGBuilder(s, structure, tables), mol.n_beads, cg_topology(mol, replicas=1), write_start,
                         resume=resume, progress=progress, echo=echo, workers=s.workers, scheduler=s.scheduler,
                         notes=mol.notes)
 

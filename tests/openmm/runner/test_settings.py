@@ -42,7 +42,8 @@ def test_the_settings_keep_their_fields_and_defaults():
     (lambda: DynamicsSettings(out="o", steps=10, friction_per_ps=-1.0), "--friction must be a non-negative finite"),
     (lambda: RunSettings(pdb="a", model="m", out="o", steps=10, platform="Reference", network_force="c"),
      "--network-force must be torch or python, got 'c'"),
-    (lambda: RunSettings(pdb="a", model="m", out="o", steps=10, platform="Reference", compress_knots=64),
+    (lambda: RunSettings(pdb="a", model="m", out="o", steps=10, platform="Reference", compress="none",
+                         compress_knots=64),
      "--compress-knots needs a compression: pass --compress float32, float16 or bfloat16"),
 ])
 def test_the_dynamics_and_model_checks_name_the_flags(make, message):
