@@ -178,8 +178,9 @@ def _tabulated(model, compress: str, knots: Optional[int], path: Optional[str], 
     except InputError as exc:
         if not by_default or tables is not None:
             raise
+        why = str(exc).split("; use more knots")[0]          # (the advice is for an explicit compress)
         return replace(model, notes=model.notes + [f"network: the exact filter network ({compress} filter tables by "
-                                                   f"default, but {exc})"])
+                                                   f"default, but {why})"])
     made.notes.extend(found.notes)
     if by_default:
         made.notes.append(f"network: {compress} filter tables by default ({spec['kind']}, {knots} knots; "
