@@ -1,9 +1,10 @@
 """Files written whole or not at all: a full disk, a read-only file system or an I/O error never leaves a
 truncated file where a complete one is expected, nor a stale temporary file.
 
-* :func:`atomic_write` -- one file: written to ``PATH.tmp`` in the same folder, flushed and fsynced, renamed over
-  ``PATH`` (the folder fsynced); on any failure the temporary file is removed and the previous ``PATH``, if any,
-  is untouched.
+* :func:`atomic_write` -- one file: written to ``PATH.tmp`` in the same folder (``unique=True``: a temporary name
+  of its own, for files that several processes may write at once, e.g. the filter-table cache), flushed and
+  fsynced, renamed over ``PATH`` (the folder fsynced); on any failure the temporary file is removed and the
+  previous ``PATH``, if any, is untouched.
 * :func:`staged_files` -- several files of one report (figures, ``report.md``, ``report.json``): written into a
   hidden folder inside the destination, then each renamed into place; on failure the folder is removed and
   nothing of the new report is in the destination.
@@ -39,6 +40,20 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def _umask() -> int:
+    """The process's file-creation mask (read without changing it where Linux tells it)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def remove_quietly(path: str) -> None:
     """Remove a file or folder if it is there; ignore what cannot be removed (clean-up after a failure)."""
     try:
@@ -51,7 +66,7 @@ def remove_quietly(path: str) -> None:
 
 
 @contextlib.contextmanager
-def atomic_write(path, mode: str = "wb", what: str = "writing", option: str = "--out",
+def atomic_write(path, mode: str = "wb", what: str = "writing", option: str = "--out", unique: bool = False,
                  **open_kwargs) -> Iterator:
     """Open ``PATH.tmp`` for writing and yield the file object; when the block ends, flush, fsync and rename it
     over ``path`` (then fsync the folder).
@@ -65,6 +80,9 @@ def atomic_write(path, mode: str = "wb", what: str = "writing", option: str = "-
         What is being written, for the message, e.g. ``"writing the checkpoint"``.
     option : str
         The command-line option that chose the place (``"choose another --out"``).
+    unique : bool
+        Write to a temporary file of a name no other writer uses (``PATH.<random>.tmp``) instead of ``PATH.tmp``:
+        writers racing for one ``path`` then never share a temporary file, and the last rename wins whole.
 
     Raises
     ------
@@ -72,8 +90,13 @@ def atomic_write(path, mode: str = "wb", what: str = "writing", option: str = "-
         An OSError while writing, syncing or renaming (the temporary file removed, ``path`` as it was).
     """
     path = os.fspath(path)
-    tmp = path + ".tmp"
+    tmp = None if unique else path + ".tmp"      # (a failed mkstemp must not remove another writer's file)
     try:
+        if unique:
+            fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp",
+                                       dir=os.path.dirname(os.path.abspath(path)))
+            os.close(fd)
+            os.chmod(tmp, 0o666 & ~_umask())           # as open() would make it (mkstemp's is 0600)
         with open(tmp, mode, **open_kwargs) as f:
             yield f
             f.flush()
@@ -81,10 +104,12 @@ def atomic_write(path, mode: str = "wb", what: str = "writing", option: str = "-
         os.replace(tmp, path)
         fsync_dir(os.path.dirname(os.path.abspath(path)))
     except OSError as exc:
-        remove_quietly(tmp)
+        if tmp is not None:
+            remove_quietly(tmp)
         raise output_error(exc, what, path, option) from None
     except BaseException:
-        remove_quietly(tmp)
+        if tmp is not None:
+            remove_quietly(tmp)
         raise
 
 

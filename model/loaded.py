@@ -37,6 +37,10 @@ class LoadedModel:
         Free-form description (``description``, ``placeholder``, ``source``, ...).
     source_path : str or None
         The file it was read from (for messages).
+    notes : list of str
+        What making it did that its user should hear of (:func:`flashschnet.options.prepare_model`: the filter
+        tables chosen by default and how to opt out, a cache entry rebuilt); front ends print each as a
+        ``note:`` line. Empty for a model as its file stores it.
     """
 
     network: CGSchNet
@@ -44,6 +48,7 @@ class LoadedModel:
     prior_tables: Optional[List[Dict[str, Any]]] = None
     metadata: Dict[str, Any] = field(default_factory=dict)
     source_path: Optional[str] = None
+    notes: List[str] = field(default_factory=list)
 
     # -- the network's own description ------------------------------------------------------------------
     @property
@@ -83,7 +88,8 @@ class LoadedModel:
         """A LoadedModel with another network (e.g. quantized) and copies of the priors, tables and metadata
         (changing one model's never changes the other's)."""
         return replace(self, network=network, priors=copy.deepcopy(self.priors),
-                       prior_tables=copy.deepcopy(self.prior_tables), metadata=copy.deepcopy(self.metadata))
+                       prior_tables=copy.deepcopy(self.prior_tables), metadata=copy.deepcopy(self.metadata),
+                       notes=list(self.notes))
 
     # -- priors --------------------------------------------------------------------------------------------
     def priors_for(self, mol) -> Optional["PriorSet"]:

@@ -23,8 +23,12 @@ VARIANTS = {
     "bf16-cast": ("bfloat16", False),
 }
 
-#: filter compression by table dtype ("none": the exact filter networks; :func:`flashschnet.compress`)
-COMPRESSIONS = ("none", "float32", "float16", "bfloat16")
+#: filter compression: "auto" (the default: :data:`AUTO_TABLES` tables where the fused path computes in float32,
+#: else the exact filter networks; decided by :func:`flashschnet.options.resolve_compression`), "none" (the exact
+#: filter networks), or every block's filter network a table stored in that dtype (:func:`flashschnet.compress`)
+COMPRESSIONS = ("auto", "none", "float32", "float16", "bfloat16")
+#: the table dtype "auto" chooses: its error vs float64 is float32 rounding's (docs/compression.md)
+AUTO_TABLES = "float32"
 #: knots per filter table unless given (docs/compression.md: the float32 tables' force error is ~5e-7 relative
 #: RMS on the oracle frames with these, inside the 1e-5 bound with a margin)
 DEFAULT_KNOTS = 256

@@ -6,6 +6,17 @@ storage, filter tables and step replay), :meth:`ModelOptions.validate` checks th
 
     load (backend, precision, device, skin, matmul, cuda_graph) -> compress (filter tables) -> quantize (16-bit weights)
 
+**The default network is the fastest accurate one.** ``compress="auto"`` (the default) is decided by
+:func:`resolve_compression`, the one place that choice is written: float32 filter tables
+(:data:`flashschnet.names.AUTO_TABLES`) where a fused backend (``torch``, ``triton``) computes in float32 -- their
+error against float64 is float32 rounding's (docs/compression.md) and they are several times faster -- and the exact
+filter network where the user asked for something the tables would replace or that wants exact filters:
+``backend="reference"`` (mlcg's autograd path), ``precision="double"``, 16-bit filter weights (``quantize``) or a
+product precision (``matmul`` other than "auto"). ``compress="none"`` opts out. A model file's tables are built once
+and cached by the file's sha256 (:mod:`flashschnet.tablecache`); :func:`default_network` applies the same choice to
+a model in memory (``flashschnet.openmm.build_system``). :func:`flashschnet.load_model` itself returns the model as
+its file stores it (exact): the parity tests against mlcg and every caller that wants the stored network use it.
+
 Every front end goes through them: ``flashschnet-simulate`` (:mod:`flashschnet.openmm.simulate`), the OpenMM-ML
 potential (:mod:`flashschnet.openmm.mlpotential`), the benchmark worker and the device checks. Messages name the
 fields as Python spells them; a front end passes its own spellings (``--compress-knots``, ``compressKnots``) to
@@ -16,13 +27,13 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Mapping, Optional
 
 import torch
 
 from .errors import InputError
-from .names import BACKENDS, COMPRESSIONS, MATMULS, PRECISIONS, VARIANTS
+from .names import AUTO_TABLES, BACKENDS, COMPRESSIONS, DEFAULT_KNOTS, MATMULS, PRECISIONS, VARIANTS
 
 
 @dataclass
@@ -42,9 +53,10 @@ class ModelOptions:
         see :func:`flashschnet.quantize`.
     compress : str
         Every block's filter network replaced by a table of the pair distance stored as "float32", "float16" or
-        "bfloat16"; "none" (default): the exact filters. Applied before ``quantize``; see :func:`flashschnet.compress`.
+        "bfloat16"; "none": the exact filters; "auto" (default): float32 tables or the exact filters, as
+        :func:`resolve_compression` decides. Applied before ``quantize``; see :func:`flashschnet.compress`.
     compress_knots : int or None
-        Knots per filter table, an integer >= 4, only with ``compress``; None (default): 256
+        Knots per filter table, an integer >= 4, only with tables; None (default): 256
         (:data:`flashschnet.names.DEFAULT_KNOTS`).
     matmul : str
         Precision of the triton backend's filter-network products, one of :data:`flashschnet.names.MATMULS`:
@@ -59,7 +71,7 @@ class ModelOptions:
     backend: Optional[str] = None
     precision: str = "single"
     quantize: str = "none"
-    compress: str = "none"
+    compress: str = "auto"
     compress_knots: Optional[int] = None
     matmul: str = "auto"
     cuda_graph: bool = False
@@ -95,14 +107,15 @@ class ModelOptions:
             raise InputError(f"{name('precision')} must be {' or '.join(PRECISIONS)}, got {self.precision!r}")
         one_of("quantize", VARIANTS)
         one_of("compress", COMPRESSIONS)
+        one_of("matmul", MATMULS)
         knots = self.compress_knots
         if knots is not None:
             if isinstance(knots, bool) or not isinstance(knots, int) or knots < 4:
                 raise InputError(f"{name('compress_knots')} must be an integer >= 4, got {knots!r}")
-            if self.compress == "none":
-                raise InputError(f"{name('compress_knots')} needs a compression: pass {name('compress')} float32, "
-                                 "float16 or bfloat16")
-        one_of("matmul", MATMULS)
+            if resolve_compression(self) == "none":
+                why = "" if self.compress == "none" else f" ({name('compress')} auto runs the exact filters here)"
+                raise InputError(f"{name('compress_knots')} needs a compression{why}: pass {name('compress')} "
+                                 "float32, float16 or bfloat16")
         if not isinstance(self.cuda_graph, bool):
             raise InputError(f"{name('cuda_graph')} must be True or False, got {self.cuda_graph!r}")
         skin = self.skin
@@ -111,7 +124,108 @@ class ModelOptions:
             raise InputError(f"{name('skin')} must be a non-negative length (model unit) or None, got {skin!r}")
 
 
-def prepare_model(source, options: Optional[ModelOptions] = None, device="cpu"):
+def resolve_compression(options: ModelOptions) -> str:
+    """The filter tables ``options`` ask for: ``options.compress`` unless it is "auto", then
+    :data:`~flashschnet.names.AUTO_TABLES` ("float32") or "none".
+
+    "auto" gives float32 tables where a fused backend (``backend`` None, "torch" or "triton") computes in
+    float32 (``precision`` "single") with the exact weights of the file (``quantize`` "none") and default products
+    (``matmul`` "auto"); otherwise the exact filter network: the reference backend is mlcg's own computation,
+    double precision asks for exact arithmetic, and 16-bit filter weights or a product precision are settings of
+    the filter network that tables would replace. The one place this choice is made (every front end, the
+    benchmark's default rows and :func:`default_network` call it).
+
+    Parameters
+    ----------
+    options : ModelOptions
+        Not validated here (an unknown ``compress`` is returned as it is, for :meth:`ModelOptions.validate`).
+
+    Returns
+    -------
+    str
+        "none", "float32", "float16" or "bfloat16".
+    """
+    if options.compress != "auto":
+        return options.compress
+    fused = options.backend in (None, "torch", "triton")
+    plain = options.precision == "single" and options.quantize == "none" and options.matmul == "auto"
+    return AUTO_TABLES if fused and plain else "none"
+
+
+def _say(names: Optional[Mapping[str, str]], field: str) -> str:
+    return (names or {}).get(field, field)
+
+
+def _tabulated(model, compress: str, knots: Optional[int], path: Optional[str], sha256: Optional[str],
+               tables, by_default: bool, names: Optional[Mapping[str, str]]):
+    """``model`` with ``compress`` tables (shipped ``tables``, else the cache's for a file's ``sha256``, else built
+    now) and the notes to print; under "auto" a model whose tables miss their error bound keeps the exact filters
+    (a note says so) instead of failing."""
+    from .tablecache import cached_tables
+    from .transforms import DEFAULT_KIND
+
+    knots = DEFAULT_KNOTS if knots is None else knots
+    spec = {"kind": DEFAULT_KIND, "knots": int(knots), "dtype": compress}
+    opt_out = f"{_say(names, 'compress')} none for the exact filter network"
+    try:
+        if tables is not None:
+            if tables.spec != spec:
+                raise InputError(f"the tables given ({tables.spec}) are not the ones asked for ({spec})")
+            found = tables
+        else:
+            found = cached_tables(model.network, spec, sha256=sha256, source=path)
+        made = found.apply(model)
+    except InputError as exc:
+        if not by_default or tables is not None:
+            raise
+        why = str(exc).split("; use more knots")[0]          # (the advice is for an explicit compress)
+        return replace(model, notes=model.notes + [f"network: the exact filter network ({compress} filter tables by "
+                                                   f"default, but {why})"])
+    made.notes.extend(found.notes)
+    if by_default:
+        made.notes.append(f"network: {compress} filter tables by default ({spec['kind']}, {knots} knots; "
+                          f"{found.origin}); {opt_out}")
+    return made
+
+
+def default_network(model, compress: str = "auto", knots: Optional[int] = None):
+    """A model in memory as the default path runs it: with filter tables where :func:`resolve_compression` chooses
+    them for the model's backend, arithmetic, weights and products (``compress`` "auto"), as given otherwise.
+
+    Parameters
+    ----------
+    model : LoadedModel or CGSchNet
+        A model in memory (e.g. :func:`flashschnet.load_model`'s; it is not modified). One already compressed is
+        returned as it is.
+    compress : str
+        "auto" (default), "none" (the model as given), or a table dtype ("float32", "float16", "bfloat16").
+    knots : int or None
+        Knots per table; None: :data:`flashschnet.names.DEFAULT_KNOTS`.
+
+    Returns
+    -------
+    LoadedModel
+        The model with tables (tabulated now: a model in memory has no file to key a cache by), or the one given.
+    """
+    from .loaded import as_loaded
+
+    model = as_loaded(model)
+    cfg = model.config
+    dtype = next(model.network.parameters()).dtype
+    q = cfg.get("quantization")
+    variant = "none" if not q else next((k for k, v in VARIANTS.items() if v == (q["dtype"], q["per_channel"])),
+                                          "fp16")
+    as_options = ModelOptions(backend=model.backend, precision="double" if dtype == torch.float64 else "single",
+                              quantize=variant, compress=compress, compress_knots=knots, matmul=model.network.matmul)
+    as_options.validate()
+    choice = resolve_compression(as_options)
+    if choice == "none" or cfg.get("compression"):
+        return model
+    return _tabulated(model, choice, knots, None, None, None, compress == "auto", None)
+
+
+def prepare_model(source, options: Optional[ModelOptions] = None, device="cpu", tables=None,
+                  names: Optional[Mapping[str, str]] = None):
     """The network of ``source`` as ``options`` make it: loaded, compressed, then quantized.
 
     Parameters
@@ -121,28 +235,49 @@ def prepare_model(source, options: Optional[ModelOptions] = None, device="cpu"):
         memory: its hyper-parameters, units, weights, priors and metadata are taken, its backend, dtype, device and
         the other options are ``options``' (it is not modified).
     options : ModelOptions or None
-        Validated first (messages name the fields); None: the defaults.
+        Validated first (messages name the fields); None: the defaults (float32 filter tables on the fused
+        backends: :func:`resolve_compression`).
     device : str or torch.device
         Where the network runs (``"cpu"``, ``"cuda"``); also chooses the default backend.
+    tables : flashschnet.tablecache.FilterTables or None
+        Filter tables made elsewhere for this model file (an ensemble's driver ships its tables to its workers, so
+        every block computes with the same ones); they must be the ones ``options`` ask for. None: from the cache
+        (:mod:`flashschnet.tablecache`; a model in memory: tabulated now).
+    names : mapping or None
+        A front end's spelling of the fields, for the messages and notes (e.g. ``{"compress": "--compress"}``).
 
     Returns
     -------
     LoadedModel
-        A new model: the network in eval mode and what its file carries (priors, prior tables, metadata).
+        A new model: the network in eval mode and what its file carries (priors, prior tables, metadata);
+        ``notes``: what a front end should print (the tables chosen by default and how to opt out, a cache entry
+        rebuilt, a cache that cannot be written).
     """
     from .checkpoint import build_model, load_model
     from .loaded import as_loaded
-    from .transforms import apply_compression, apply_variant
+    from .tablecache import file_sha256
+    from .transforms import apply_variant
 
     options = options if options is not None else ModelOptions()
-    options.validate()
+    options.validate(names=names)
+    compress = resolve_compression(options)
     build = dict(backend=options.backend, dtype=options.dtype, device=device, skin=options.skin,
                  matmul=options.matmul, cuda_graph=bool(options.cuda_graph))
+    path = sha256 = None
     if isinstance(source, (str, os.PathLike)):
-        model = load_model(source, **build)
+        path = os.fspath(source)
+        keyed = compress != "none" and tables is None and os.path.isfile(path)
+        sha256 = file_sha256(path) if keyed else None
+        model = load_model(path, **build)
+        if sha256 is not None and file_sha256(path) != sha256:
+            sha256 = None                      # the file changed while it was read: its tables are not cached
     else:
         given = as_loaded(source)
         net = given.network
         ckpt = {"config": net.config, "units": net.units, "state_dict": net.state_dict()}
         model = given.with_network(build_model(ckpt, given.source_path or "<model>", **build))
-    return apply_variant(apply_compression(model, options.compress, options.compress_knots), options.quantize)
+        model.notes = []
+    if compress != "none":
+        model = _tabulated(model, compress, options.compress_knots, path, sha256, tables,
+                           options.compress == "auto", names)
+    return apply_variant(model, options.quantize)

@@ -7,7 +7,8 @@
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+import threading
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -16,7 +17,7 @@ from .loaded import LoadedModel
 from .names import COMPRESSIONS, DEFAULT_KNOTS, VARIANTS
 from .nn.quant import QuantLinear, dtype_name
 from .nn.schnet import CGSchNet
-from .nn.table import ORDERS, TABLE_DTYPES, encode, knot_data, table_end, table_lookup
+from .nn.table import ORDERS, TABLE_DTYPES, encode, knot_data, normalize_compression, table_end, table_lookup
 
 #: the interpolant of :func:`compress` unless given (docs/compression.md: quintic beats cubic at equal bytes)
 DEFAULT_KIND = "quintic"
@@ -25,6 +26,8 @@ DEFAULT_KIND = "quintic"
 TOLERANCE = {"float64": 1e-5, "float32": 1e-5, "float16": 1e-2, "bfloat16": 5e-2}
 #: check points per interval where the table is compared with the exact network
 _CHECK_T = (0.125, 0.375, 0.625, 0.875)
+#: held while filters are tabulated (threads building Systems at once tabulate one after the other)
+_TABULATING = threading.Lock()
 
 
 def quantize(model, dtype=torch.float16, per_channel: bool = True):
@@ -155,6 +158,28 @@ def compress(model, knots: Optional[int] = None, dtype="float32", kind: str = DE
     """
     if isinstance(model, LoadedModel):
         return model.with_network(compress(model.network, knots, dtype, kind, tolerance))
+    tables, spec = tabulate(model, knots, dtype, kind, tolerance)
+    return with_tables(model, tables, spec)
+
+
+def tabulate(model: CGSchNet, knots: Optional[int] = None, dtype="float32", kind: str = DEFAULT_KIND,
+             tolerance: Optional[float] = None) -> Tuple[List[Tuple[torch.Tensor, torch.Tensor]], Dict[str, object]]:
+    """The filter tables of an exact network, checked against it (the work of :func:`compress`).
+
+    Parameters are those of :func:`compress` (``model`` a :class:`CGSchNet`).
+
+    Returns
+    -------
+    (tables, spec)
+        ``tables``: per interaction block ``(table [knots, Q, F] in the table dtype, scale [Q, F] float32)``, on
+        the CPU; ``spec``: ``{"kind", "knots", "dtype"}``, the ``config["compression"]`` they make
+        (:func:`with_tables`).
+
+    Raises
+    ------
+    InputError
+        As :func:`compress`.
+    """
     if not isinstance(model, CGSchNet):
         raise TypeError(f"compress expects a flashschnet LoadedModel or CGSchNet (whose filters are functions of the "
                         f"pair distance alone), got {type(model).__name__}")
@@ -182,7 +207,7 @@ def compress(model, knots: Optional[int] = None, dtype="float32", kind: str = DE
     p0 = next(model.parameters())
     exact = model if (p0.dtype == torch.float64 and p0.device.type == "cpu") else _float64_cpu_copy(model)
     tables = []
-    with torch.no_grad():
+    with _TABULATING, torch.no_grad():        # forward-mode autograd's levels are process-wide: one at a time
         for block in exact.interaction_blocks:
             tables.append(encode(knot_data(filter_function(exact, block), r, Q).detach(), h, name))
         for b, (eW, edW) in enumerate(table_errors(exact, tables, r_end)):
@@ -190,11 +215,54 @@ def compress(model, knots: Optional[int] = None, dtype="float32", kind: str = DE
                 raise InputError(f"a {kind} {name} table with {knots} knots misses the error bound in block {b}: "
                                  f"filter {eW:.2e}, derivative {edW:.2e} relative RMS (> {tol:.0e}); use more knots "
                                  f"(default {DEFAULT_KNOTS}) or pass a larger tolerance")
-    cfg["compression"] = {"kind": kind, "knots": int(knots), "dtype": name}
+    return tables, {"kind": kind, "knots": int(knots), "dtype": name}
+
+
+def with_tables(model, tables: Sequence[Tuple[torch.Tensor, torch.Tensor]], spec: Dict[str, object]):
+    """A copy of an exact model whose filter networks are the given tables (from :func:`tabulate`, or a cache
+    of its results: :mod:`flashschnet.tablecache`); the model is not modified.
+
+    Parameters
+    ----------
+    model : LoadedModel or CGSchNet
+        Not compressed.
+    tables : sequence of (table, scale)
+        One per interaction block, as :func:`tabulate` returns them.
+    spec : dict
+        ``{"kind", "knots", "dtype"}`` of the tables.
+
+    Returns
+    -------
+    LoadedModel or CGSchNet (as given)
+        As :func:`compress` returns it.
+
+    Raises
+    ------
+    InputError
+        A spec, table count, shape or dtype that does not fit the model (one line saying which).
+    """
+    if isinstance(model, LoadedModel):
+        return model.with_network(with_tables(model.network, tables, spec))
+    cfg = model.config
+    if cfg.get("compression"):
+        raise InputError(f"the model is already compressed ({cfg['compression']}); compress the exact model")
+    cfg["compression"] = normalize_compression(dict(spec))
     ref_param = model.embedding_layer.weight
     new = CGSchNet(cfg, backend=model.backend, units=model.units, device=ref_param.device.type, skin=model.skin,
                    matmul=model.matmul, cuda_graph=model.cuda_graph)
     new = new.to(dtype=ref_param.dtype, device=ref_param.device)
+    if len(tables) != len(new.interaction_blocks):
+        raise InputError(f"{len(tables)} filter tables for a model of {len(new.interaction_blocks)} interaction blocks")
+    for b, (block, (table, scale)) in enumerate(zip(new.interaction_blocks, tables)):
+        for what, given, own in (("table", table, block.conv.filter_network.table),
+                                 ("scale", scale, block.conv.filter_network.scale)):
+            if not isinstance(given, torch.Tensor) or given.shape != own.shape or given.dtype != own.dtype:
+                shown = (f"{tuple(given.shape)} {given.dtype}" if isinstance(given, torch.Tensor)
+                         else type(given).__name__)
+                raise InputError(f"filter {what} of block {b} is {shown}; the model needs {tuple(own.shape)} "
+                                 f"{own.dtype}")
+            if not bool(torch.isfinite(given.float()).all()):
+                raise InputError(f"filter {what} of block {b} holds NaN or infinite values")
     own = new.state_dict()
     with torch.no_grad():
         new.load_state_dict({k: v for k, v in model.state_dict().items() if k in own}, strict=False)
@@ -214,8 +282,9 @@ def apply_compression(model, name: str = "none", knots: Optional[int] = None):
     """The model compressed with tables of the named dtype (:data:`COMPRESSIONS`; "none": unchanged) and
     ``knots`` (None: :data:`DEFAULT_KNOTS`). Applied before :func:`apply_variant`, so a quantized variant keeps
     the exact filters' tables and quantizes the output network."""
-    if name not in COMPRESSIONS:
-        raise InputError(f"unknown compression {name!r} (known: {', '.join(COMPRESSIONS)})")
+    if name not in COMPRESSIONS or name == "auto":
+        raise InputError(f"unknown compression {name!r} (known: {', '.join(c for c in COMPRESSIONS if c != 'auto')}; "
+                         "'auto' is decided by flashschnet.options.resolve_compression)")
     if name == "none":
         if knots is not None:
             raise InputError("knots given without a compression; pass a table dtype (float32, float16, bfloat16)")

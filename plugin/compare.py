@@ -58,6 +58,7 @@ class CompareSettings:
     threads: Optional[int] = None
     priors: Optional[str] = None
     backend: Optional[str] = None
+    compress: str = "auto"               # the network's filter tables (flashschnet-simulate's --compress)
     analyse_only: bool = False           # re-analyse the runs already in OUT
     go: bool = False                     # MARTINI with martinize2's Go model instead of the elastic network
     mts: Optional[str] = None            # FlashSchNet with distilled multiple time stepping: the inner model file
@@ -114,7 +115,21 @@ def analyse_flashschnet(run_dir: str) -> Dict[str, object]:
             "inner_dt_fs": cfg["dt_fs"] if cfg.get("mts") else None,
             "interval": cfg["report_interval"], "first_step": rd.header(next(iter(rd.trajectories))).first_step,
             "replicas": len(rd.trajectories), "particles": n,
-            "protein_beads": n, "speed": speed, "walls": walls}
+            "protein_beads": n, "network": network_path(cfg), "speed": speed, "walls": walls}
+
+
+def network_path(cfg: Dict[str, object]) -> str:
+    """What a CG run's network computed with, from its run.json: the engine and the filter tables (or the exact
+    filter network), and whether the tables were the default's."""
+    comp = cfg.get("compress") or "none"
+    if comp == "none":
+        filters = "exact filter network"
+    else:
+        knots = cfg.get("compress_knots")
+        filters = f"{comp} filter tables" + (f", {knots} knots" if knots else "")
+    engine = cfg.get("engine")
+    default = " (the default)" if cfg.get("compress_default") else ""
+    return (f"{engine} engine, " if engine else "") + filters + default
 
 
 def summarise(run: Dict[str, object], ss: Optional[str] = None) -> Dict[str, object]:
@@ -183,6 +198,7 @@ def markdown(result: Dict[str, object]) -> str:
         "| | MARTINI 3 | FlashSchNet |",
         "|---|---|---|",
         f"| model | martinize2 (DSSP, {_tertiary(m)}), W + {m['salt_molar']:g} M NaCl | {result['model_description']} |",
+        f"| network | - | {f.get('network', 'n/a')} |",
         f"| particles per replica | {m['particles']} ({m['protein_beads']} protein beads) | {f['particles']} beads |",
         f"| time step | {m['dt_fs']:g} fs | {f['dt_fs']:g} fs"
         + (f" (multiple time stepping: network every {f['dt_fs']:g} fs, priors + inner model every "
@@ -298,7 +314,8 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
                                   threads=s.threads, go=s.go, elastic=not s.go)
         flash = RunSettings(pdb=s.pdb, model=s.model, out=dirs["flashschnet"], steps=0, replicas=s.replicas,
                             platform=s.platform, seed=s.seed, dt_fs=FLASHSCHNET_DT_FS, priors=s.priors,
-                            backend=s.backend, threads=s.threads, mts=s.mts, outer_dt_fs=s.outer_dt_fs)
+                            backend=s.backend, compress=s.compress, threads=s.threads, mts=s.mts,
+                            outer_dt_fs=s.outer_dt_fs)
         flash.steps, flash.report_interval = s.steps(s.flashschnet_ns, flash.step_fs)
         martini.validate()
         flash.validate()

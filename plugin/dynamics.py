@@ -145,3 +145,35 @@ def _add_module(system, module, network_force: str, group: int, torch_properties
         system.addForce(create_torch_force(module, group, properties=torch_properties))
     else:
         system.addForce(create_python_force(None, None, module=module, force_group=group))
+
+
+def check_mts(mts: Optional[str], outer_dt_fs: Optional[float], step_fs: float, dt_fs: float,
+              max_dt_fs: float) -> None:
+    """Check a run's multiple-time-step settings: ``--outer-dt`` only with ``--mts``, an outer step ``step_fs``
+    (fs) in (0, ``max_dt_fs``] and a whole multiple of the inner step ``dt_fs``; one-line :class:`InputError`."""
+    from .runner.settings import flag      # (here: the runner's job imports this module)
+
+    o, m, dt = flag("outer_dt_fs"), flag("mts"), flag("dt_fs")
+    if outer_dt_fs is not None and not mts:
+        raise InputError(f"{o} sets the outer step of multiple time stepping: it needs {m} INNER_MODEL "
+                         "(flashschnet-distill writes one)")
+    if not mts:
+        return
+    if not str(mts).strip():
+        raise InputError(f"{m} is empty; give an inner model file (flashschnet-distill MODEL PDB --out inner.pt)")
+    if not (0.0 < step_fs <= max_dt_fs):
+        raise InputError(f"{o} {step_fs:g} fs is outside (0, {max_dt_fs:g}]")
+    k = step_fs / dt_fs
+    if round(k) < 1 or abs(k - round(k)) > 1e-9 * k:
+        raise InputError(f"{o} {step_fs:g} fs must be a whole multiple of {dt} {dt_fs:g} fs (the inner step), "
+                         f"e.g. {o} {2 * dt_fs:g}")
+
+
+def load_inner_for(path: str, mol):
+    """The inner model of ``--mts`` (:func:`flashschnet.distill.load_inner`), checked against the molecule (one
+    line naming the file otherwise)."""
+    from ..distill import load_inner
+
+    inner = load_inner(path)
+    inner.check_applies_to(mol, source=str(path))
+    return inner

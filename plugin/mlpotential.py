@@ -16,10 +16,12 @@ Options of ``MLPotential("flashschnet", ...)``:
 * ``precision``: ``"single"`` (default) or ``"double"`` network arithmetic;
 * ``backend``: ``"torch"``, ``"triton"`` or ``"reference"`` (default: triton on CUDA, torch otherwise);
 * ``quantize``: ``"none"`` (default), ``"fp16"``, ``"bf16"``, ``"fp16-cast"``, ``"bf16-cast"``;
-* ``compress``: filter tables, ``"none"`` (default), ``"float32"``, ``"float16"``, ``"bfloat16"``: every block's
-  filter network replaced by a table of the pair distance (applied before ``quantize``; see
-  :func:`flashschnet.compress` and docs/compression.md);
-* ``compressKnots``: knots per table (only with ``compress``; default None: the library's default);
+* ``compress``: filter tables, ``"auto"`` (default: float32 tables for the fused backends in single precision,
+  the exact filter network otherwise; :func:`flashschnet.options.resolve_compression`), ``"none"`` (the exact
+  filter network), ``"float32"``, ``"float16"``, ``"bfloat16"``: every block's filter network replaced by a table
+  of the pair distance (applied before ``quantize``; built once per model file and cached, see
+  :mod:`flashschnet.tablecache`, :func:`flashschnet.compress` and docs/compression.md);
+* ``compressKnots``: knots per table (only with tables; default None: the library's default);
 * ``priors``: ``"model"`` (default: the model's own priors), ``None`` (network only), or a prior file path;
 * ``matmul``: the triton backend's product precision, ``"auto"`` (default), ``"ieee"``, ``"tf32"``, ``"bf16"``,
   ``"fp16"`` (see :class:`flashschnet.CGSchNet`);
@@ -53,7 +55,7 @@ class FlashSchNetPotentialImplFactory(MLPotentialImplFactory):
     """Creates :class:`FlashSchNetPotentialImpl` for ``MLPotential("flashschnet", modelPath=...)``."""
 
     def createImpl(self, name: str, modelPath=None, precision: str = "single", backend=None, quantize: str = "none",
-                   priors="model", matmul: str = "auto", cudaGraph: bool = False, compress: str = "none",
+                   priors="model", matmul: str = "auto", cudaGraph: bool = False, compress: str = "auto",
                    compressKnots=None, **args) -> "FlashSchNetPotentialImpl":
         return FlashSchNetPotentialImpl(name, modelPath, precision=precision, backend=backend, quantize=quantize,
                                         priors=priors, matmul=matmul, cudaGraph=cudaGraph, compress=compress,
@@ -74,7 +76,7 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
     """
 
     def __init__(self, name: str, modelPath, precision: str = "single", backend=None, quantize: str = "none",
-                 priors="model", matmul: str = "auto", cudaGraph: bool = False, compress: str = "none",
+                 priors="model", matmul: str = "auto", cudaGraph: bool = False, compress: str = "auto",
                  compressKnots=None, **args):
         from flashschnet.errors import InputError
         from flashschnet.options import ModelOptions
@@ -116,7 +118,7 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
             replicas = int(replicas)
         except (TypeError, ValueError):
             raise InputError(f"replicas must be a positive integer, got {replicas!r}") from None
-        model = prepare_model(self.model_path, self.options, self._getTorchDevice(args))
+        model = prepare_model(self.model_path, self.options, self._getTorchDevice(args), names=_NAMES)
         mapping = model.config.get("cg_mapping") or "5bead"
         mol = cg_molecule_from_topology(topology, positions=positions, replicas=replicas, mapping=mapping)
         if mol.n_beads * replicas != n_particles:

@@ -49,11 +49,12 @@ from ..fused.engine import running_engine
 from ..limits import check_replicas
 from ..names import ON_BLOWUP
 from ..options import ModelOptions, prepare_model
+from ..tablecache import FilterTables
 from ..threads import run_threads
 from ..torchscript import keep_one_plan, one_plan
 from ..transforms import describe, describe_compression
 from .cleaning import CLEANED_NAME, CleanedStructure, clean_pdb
-from .dynamics import Dynamics
+from .dynamics import Dynamics, check_mts, load_inner_for
 from .energies import ReplicaEnergies
 from .force import OpenMMNetwork, check_network_force, network_module
 from .runner import (FLAGS, DynamicsSettings, MDJob, RunResult, flag, open_run_dir, require_new_run_inputs,
@@ -103,8 +104,8 @@ class RunSettings(DynamicsSettings):
     quantize: str = "none"
     matmul: str = "auto"
     cuda_graph: bool = False
-    compress: str = "none"
-    compress_knots: Optional[int] = None           # ... up to here
+    compress: str = "auto"                         # auto: float32 filter tables on the fused backends at single
+    compress_knots: Optional[int] = None           # precision (flashschnet.options.resolve_compression) ... up to here
     network_force: str = "torch"                   # torch (TorchForce) | python (openmm.PythonForce)
     on_blowup: str = "stop"                        # stop | drop (a replica that blows up)
     temperatures: Optional[str] = None             # parallel tempering: "TMIN:TMAX:N" or "T1,T2,..." (K)
@@ -167,26 +168,9 @@ class RunSettings(DynamicsSettings):
         self.model_options().validate(names={f.name: flag(f.name) for f in fields(ModelOptions)})
         if self.on_blowup not in ON_BLOWUP:
             raise InputError(f"{flag('on_blowup')} must be {' or '.join(ON_BLOWUP)}, got {self.on_blowup!r}")
-        self._validate_mts()
+        check_mts(self.mts, self.outer_dt_fs, self.step_fs, self.dt_fs, self.MAX_DT_FS)
         if self.ensemble:
             self._validate_ensemble()
-
-    def _validate_mts(self) -> None:
-        o, m, dt = flag("outer_dt_fs"), flag("mts"), flag("dt_fs")
-        if self.outer_dt_fs is not None and not self.mts:
-            raise InputError(f"{o} sets the outer step of multiple time stepping: it needs {m} INNER_MODEL "
-                             "(flashschnet-distill writes one)")
-        if not self.mts:
-            return
-        if not str(self.mts).strip():
-            raise InputError(f"{m} is empty; give an inner model file (flashschnet-distill MODEL PDB --out inner.pt)")
-        outer = self.step_fs
-        if not (0.0 < outer <= self.MAX_DT_FS):
-            raise InputError(f"{o} {outer:g} fs is outside (0, {self.MAX_DT_FS:g}]")
-        k = outer / self.dt_fs
-        if round(k) < 1 or abs(k - round(k)) > 1e-9 * k:
-            raise InputError(f"{o} {outer:g} fs must be a whole multiple of {dt} {self.dt_fs:g} fs (the inner step), "
-                             f"e.g. {o} {2 * self.dt_fs:g}")
 
     def dynamics(self, inner=None):
         """The :class:`~flashschnet.openmm.dynamics.Dynamics` of these settings (``inner``: the loaded inner
@@ -234,15 +218,6 @@ def _load_priors(path: str):
     return load_priors(path)
 
 
-def _load_inner(path: str, mol):
-    """The inner model of ``--mts``, checked against the molecule (one line naming the file otherwise)."""
-    from ..distill import load_inner
-
-    inner = load_inner(path)
-    inner.check_applies_to(mol, source=str(path))
-    return inner
-
-
 @one_plan()     # one TorchScript plan per module (flashschnet.torchscript): a resume repeats the run bitwise
 def run(settings: RunSettings, resume: bool = False, progress: bool = True,
         echo: Callable[[str], None] = print, reporters: Sequence = (),
@@ -263,6 +238,8 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     s = settings
     out = run_dir(s.out)
     given = set(given) if given is not None else {k for k, v in asdict(s).items() if v is not None}
+    if s.compress == "auto":
+        given.discard("compress")                # the default: a resumed run keeps what its own default chose
     if s.temperatures and "temperature_K" in given:
         raise InputError(f"{flag('temperature_K')} {s.temperature_K:g} with {flag('temperatures')}: parallel tempering "
                          f"runs each walker at its rung of the ladder; leave {flag('temperature_K')} out")
@@ -305,11 +282,18 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     job = MDJob(out=out, settings=s, topology=cg_topology(mol, replicas=R), system=cg.system, replicas=R, particles=N,
                 trajectories=[os.path.join(out, f"replica_{r:03d}.dcd") for r in range(R)],
                 trajectory_topology=cg_topology(mol, replicas=1), masses_amu=mol.masses, start=start,
-                run_json=dict(_run_json(s), engine=cg.engine), label=mol.bead_label, replica_energies=cg.energies,
+                run_json=_ran(s, cg), label=mol.bead_label, replica_energies=cg.energies,
                 on_blowup=s.on_blowup, reporters=reporters, desc=f"{R} x {N} beads", dynamics=cg.dynamics)
     result = run_job(job, resume=resume, progress=progress, echo=echo)
     result.notes = list(mol.notes)
     return result
+
+
+def _ran(s: RunSettings, cg: "CGSetup") -> dict:
+    """run.json of a new run: its settings (``compress`` and ``compress_knots`` as they ran: a table dtype and its
+    knots, or "none"), the engine, and whether the tables were the default's (``compress_default``; run.json files
+    without it ran what their settings say)."""
+    return dict(_run_json(s), engine=cg.engine, compress_default=cg.compress_default)
 
 
 def _run_json(s: RunSettings) -> dict:
@@ -330,6 +314,7 @@ class CGSetup:
     system: object
     energies: ReplicaEnergies
     engine: str = ""          # the edge engine the network runs (flashschnet.fused.engine.running_engine)
+    compress_default: bool = False      # the filter tables (or their absence) came from compress "auto"
     dynamics: Optional[Dynamics] = None     # force groups and integrator (multiple time stepping with --mts)
 
 
@@ -350,14 +335,19 @@ def run_structure(s: RunSettings, out: str, resume: bool, echo: Callable[[str], 
 
 
 def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda m: None,
-            structure: Optional[CleanedStructure] = None) -> CGSetup:
+            structure: Optional[CleanedStructure] = None, tables: Optional[FilterTables] = None) -> CGSetup:
     """Steps 1-3 of a run: the model (with its variants), the CG mapping of the structure, the priors, and the
     System of ``replicas`` packed copies with the network module its force runs (which the per-replica energies
-    use too). ``structure``: what to map (default: ``s.pdb`` cleaned now). ``s`` is validated; ``s.mapping`` is
-    set to the mapping used."""
+    use too). ``structure``: what to map (default: ``s.pdb`` cleaned now); ``tables``: the filter tables to use
+    (an ensemble worker gets its driver's). ``s`` is validated; ``s.mapping`` is set to the mapping used, and
+    ``s.compress`` / ``s.compress_knots`` to the filter tables that run (a table dtype and its knots, or "none")."""
     # 1. model, 2. CG mapping of the PDB ----------------------------------------------------------------
     device = "cuda" if s.platform == "CUDA" and torch.cuda.is_available() else "cpu"
-    model = prepare_model(s.model, s.model_options(), device)
+    by_default = s.compress == "auto"
+    model = prepare_model(s.model, s.model_options(), device, tables=tables,
+                          names={f.name: flag(f.name) for f in fields(ModelOptions)})
+    tabulated = model.config.get("compression")
+    s.compress, s.compress_knots = (tabulated["dtype"], tabulated["knots"]) if tabulated else ("none", None)
     mapping = s.mapping or model.config.get("cg_mapping") or "5bead"
     s.mapping = mapping
     if structure is None:
@@ -371,12 +361,14 @@ def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda 
         echo(f"note: {NO_PRIORS_NOTE}")
 
     # 3. the System, and the network module its force runs (the log's energies come from it too) ------------
-    dynamics = s.dynamics(_load_inner(s.mts, mol) if s.mts else None)
+    dynamics = s.dynamics(load_inner_for(s.mts, mol) if s.mts else None)     # (checked before the model's notes)
+    for note in model.notes:
+        echo(f"note: {note}")
     types = torch.as_tensor(mol.bead_types, dtype=torch.long)
     module = (network_module(model, types, replicas) if s.network_force == "torch"
               else OpenMMNetwork(model, types, replicas))
     system = build_system(mol, model, replicas=replicas, priors=priors, module=module, network_force=s.network_force,
-                          dynamics=dynamics)
+                          compress="none", dynamics=dynamics)   # (the model is prepared: its tables, or none, are chosen)
     if dynamics.mts:
         echo(f"note: {dynamics.describe()}")
     engine = running_engine(model, device)
@@ -389,22 +381,25 @@ def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda 
         echo("note: --cuda-graph is ignored: it replays the triton backend's step on CUDA (--platform CUDA on a GPU "
              "machine)")
     return CGSetup(model=model, mol=mol, priors=priors, system=system,
-                   energies=ReplicaEnergies(module, mol, priors, replicas, s.platform), engine=engine, dynamics=dynamics)
+                   energies=ReplicaEnergies(module, mol, priors, replicas, s.platform), engine=engine,
+                   compress_default=by_default, dynamics=dynamics)
 
 
 class CGBuilder:
     """The ensemble builder of a CG run: ``builder(replicas) ->`` :class:`~flashschnet.openmm.ensemble.block.BlockSystem`
-    (picklable: a Dask worker builds its block's System from the settings, loading the model itself)."""
+    (picklable: a Dask worker builds its block's System from the settings, loading the model itself; ``tables``,
+    the driver's filter tables, travel with it, so every block computes with the same ones wherever it runs)."""
 
-    def __init__(self, settings: RunSettings, structure: CleanedStructure):
+    def __init__(self, settings: RunSettings, structure: CleanedStructure, tables: Optional[FilterTables] = None):
         self.settings = settings
         self.structure = structure
+        self.tables = tables
 
     def __call__(self, replicas: int):
         from .ensemble.block import BlockSystem
 
         keep_one_plan()     # as run(): one TorchScript plan per module; a Dask worker keeps it for its life
-        cg = prepare(self.settings, replicas, structure=self.structure)
+        cg = prepare(self.settings, replicas, structure=self.structure, tables=self.tables)
         mol = cg.mol
         return BlockSystem(system=cg.system, topology=cg_topology(mol, replicas=replicas),
                            trajectory_topology=cg_topology(mol, replicas=1), particles=mol.n_beads,
@@ -427,12 +422,13 @@ def _run_ensemble(s: RunSettings, out: str, resume: bool, progress: bool, echo: 
     mol = cg.mol
 
     def write_start() -> None:
-        write_run_json(out, dict(_run_json(s), engine=cg.engine))
+        write_run_json(out, _ran(s, cg))
         structure.write(os.path.join(out, CLEANED_NAME))
         write_cg_pdb(mol, os.path.join(out, "topology.pdb"))
 
     # the cleaned text travels with the builder (no shared /tmp needed)
-    return run_ensemble(plan, CGBuilder(s, structure), mol.n_beads, cg_topology(mol, replicas=1), write_start,
+    tables = FilterTables.of(cg.model) if cg.model.config.get("compression") else None
+    return run_ensemble(plan, CGBuilder(s, structure, tables), mol.n_beads, cg_topology(mol, replicas=1), write_start,
                         resume=resume, progress=progress, echo=echo, workers=s.workers, scheduler=s.scheduler,
                         notes=mol.notes)
 

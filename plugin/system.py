@@ -17,6 +17,7 @@ import torch
 
 from ..errors import InputError
 from ..loaded import LoadedModel, as_loaded
+from ..options import default_network
 from .dynamics import NETWORK_GROUP, PRIOR_GROUP
 from .force import OpenMMNetwork, check_network_force, create_python_force, create_torch_force, network_module
 from .units import conversion_factors
@@ -50,8 +51,12 @@ def check_compatible(mol, model) -> None:
 
 def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, module=None,
                  network_force: str = "torch", torch_properties: Optional[Dict[str, str]] = None,
-                 dynamics=None) -> openmm.System:
+                 compress: str = "auto", dynamics=None) -> openmm.System:
     """An OpenMM System for ``replicas`` packed copies of the CG molecule ``mol``.
+
+    The network runs the default path, as ``flashschnet-simulate`` does: an exact model of a fused backend at
+    float32 gets float32 filter tables (``compress="auto"``; :func:`flashschnet.options.default_network`);
+    ``compress="none"`` runs the model as given.
 
     Parameters
     ----------
@@ -74,6 +79,12 @@ def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, m
     torch_properties : dict, optional
         openmm-torch properties of the TorchForce (``network_force="torch"`` only), e.g.
         :data:`~flashschnet.openmm.force.CUDA_GRAPH_PROPERTIES` for CUDA-graph capture; default none.
+    compress : str
+        "auto" (default): float32 filter tables where :func:`flashschnet.options.resolve_compression` chooses them
+        for the model's backend, dtype, weights and products (tabulated now: about 0.1 s, more on a process's first
+        call; a model in memory is not cached, ``flashschnet.prepare_model(path)`` caches by file); "none": the
+        model as given (the exact filter network of :func:`flashschnet.load_model`); "float32", "float16",
+        "bfloat16": tables of that dtype. Ignored with ``module`` (the module runs what it was made from).
     dynamics : Dynamics, optional
         How the System will be integrated (:class:`flashschnet.openmm.dynamics.Dynamics`): with an inner model
         (multiple time stepping) its forces are added too, in the groups the integrator expects; default: single
@@ -87,6 +98,9 @@ def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, m
     """
     if replicas < 1:
         raise InputError(f"replicas must be at least 1, got {replicas}")
+    if model is not None and module is None:
+        check_compatible(mol, as_loaded(model))        # before tables are made for a model that cannot run here
+        model = default_network(model, compress)
     system = openmm.System()
     masses = np.asarray(mol.masses, dtype=float)
     for _ in range(replicas):
@@ -141,9 +155,11 @@ def add_model_forces(system: openmm.System, mol, model=None, replicas: int = 1, 
                          length_to_nm=length_to_nm, energy_to_kj=energy_to_kj, force_group=prior_group)
 
 
-def build_replica_systems(mol, model, replicas: int, priors=_USE_MODEL_PRIORS) -> List[openmm.System]:
-    """R one-replica Systems sharing one scripted network module (one model, R Contexts)."""
-    model = as_loaded(model)
+def build_replica_systems(mol, model, replicas: int, priors=_USE_MODEL_PRIORS,
+                          compress: str = "auto") -> List[openmm.System]:
+    """R one-replica Systems sharing one scripted network module (one model, R Contexts); ``compress`` as
+    :func:`build_system`'s."""
+    model = default_network(model, compress)
     check_compatible(mol, model)
     module = network_module(model, torch.as_tensor(mol.bead_types, dtype=torch.long), 1)
     return [build_system(mol, model, 1, priors=priors, module=module) for _ in range(replicas)]

@@ -3,7 +3,7 @@
     flashschnet-benchmark [--pdb PDB] [--model MODEL] [--replicas 1,8,64] [--backends reference,torch]
                           [--device cpu|cuda] [--dtype float32|float64] [--repeats 5] [--warmup 2]
                           [--openmm-steps 20] [--openmm-replicas 8] [--threads T] [--max-memory-gb 16]
-                          [--quantize none,fp16,bf16] [--compress none,float32,float16,bfloat16]
+                          [--quantize none,fp16,bf16] [--compress none,auto,float32,float16,bfloat16]
                           [--compress-knots N] [--out benchmark.json]
 
 Without ``--pdb`` / ``--model`` it needs no checkout: BPTI ships as package data and the model is a CGSchNet
@@ -84,7 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compress", type=_compression_list, default=None,
                    help=f"comma-separated filter-table dtypes to run with every backend and variant: "
                         f"{', '.join(COMPRESSIONS)} (each block's filter network replaced by a table of the pair "
-                        "distance, labelled +tab-f32/+tab-f16/+tab-bf16; default none; see docs/compression.md)")
+                        "distance, labelled +tab-f32/+tab-f16/+tab-bf16; auto: what flashschnet-simulate runs by "
+                        "default for each backend, float32 tables on torch and triton at float32, the exact "
+                        "filters on the reference; default none,auto: the exact network and the default one; see "
+                        "docs/compression.md)")
     p.add_argument("--compress-knots", type=int_type(4), default=None, metavar="N",
                    help=f"knots per filter table (only with a compression in --compress; default {DEFAULT_KNOTS})")
     p.add_argument("--device", choices=["cpu", "cuda"], default=None, help="default cuda if available, else cpu")
@@ -167,7 +170,8 @@ def _benchmark(args, argv, pdb: Path) -> int:
     from flashschnet.openmm.benchmark.defaults import DEFAULT_MODEL_LABEL
     from flashschnet.openmm.benchmark.machine import machine_info
     from flashschnet.openmm.benchmark.measure import DISPLACEMENT_A, SEED
-    from flashschnet.openmm.benchmark.report import compute_ratios, format_table, label, predict_mb, write_json
+    from flashschnet.openmm.benchmark.report import (compute_ratios, configurations, format_table, label, predict_mb,
+                                                     write_json)
     from flashschnet.openmm.runner import flag
     from flashschnet.options import ModelOptions
 
@@ -178,11 +182,13 @@ def _benchmark(args, argv, pdb: Path) -> int:
     replicas = sorted(set(args.replicas or ([1, 8, 64, 128] if device == "cuda" else [1, 8, 64])))
     backends = args.backends or (["reference", "torch", "triton"] if device == "cuda" else ["reference", "torch"])
     quantize = args.quantize or ["none"]
-    compress = args.compress or ["none"]
-    tabulated = [c for c in compress if c != "none"] or ["none"]
-    ModelOptions(compress=tabulated[0], compress_knots=args.compress_knots).validate(
+    compress = args.compress or ["none", "auto"]
+    precision = {dtype: name for name, dtype in PRECISIONS.items()}[args.dtype]
+    configs = configurations(backends, compress, quantize, precision, args.matmul)
+    tabulated = [c for _, c, _, _ in configs if c != "none"]
+    ModelOptions(compress=tabulated[0] if tabulated else "none", compress_knots=args.compress_knots).validate(
         names={f: flag(f) for f in ("compress", "compress_knots")})
-    knots = (args.compress_knots or DEFAULT_KNOTS) if compress != ["none"] else None
+    knots = (args.compress_knots or DEFAULT_KNOTS) if tabulated else None
     check_output_file(args.out, "--out")
     threads = args.threads if args.threads is not None else torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -208,6 +214,7 @@ def _benchmark(args, argv, pdb: Path) -> int:
         "pdb": str(pdb), "pdb_name": pdb.name, "n_beads": n_beads,
         "model": str(model) if model is not None else DEFAULT_MODEL_LABEL,
         "replicas": replicas, "backends": backends, "compress": compress, "compress_knots": knots,
+        "default_rows": sorted({label(b, q, compress=c) for b, c, q, d in configs if d}),
         "quantize": quantize, "device": device, "dtype": args.dtype,
         "repeats": args.repeats, "warmup": args.warmup, "openmm_steps": args.openmm_steps,
         "openmm_replicas": args.openmm_replicas, "openmm_force": args.openmm_force, "threads": threads,
@@ -225,9 +232,8 @@ def _benchmark(args, argv, pdb: Path) -> int:
         """A configuration's filter tables, as the JSON records them and the worker takes them."""
         return {"compress": comp, "compress_knots": knots if comp != "none" else None}
 
-    configs = [(b, c, q) for c in compress for q in quantize for b in backends]
     for R in replicas:
-        for backend, comp, quant in configs:
+        for backend, comp, quant, _ in configs:
             name = label(backend, quant, compress=comp)
             entry: Dict[str, Any] = {"backend": backend, **tables(comp), "quantize": quant, "replicas": R}
             if backend == "triton" and device != "cuda":
@@ -256,7 +262,7 @@ def _benchmark(args, argv, pdb: Path) -> int:
 
     if args.openmm_steps > 0:
         R = args.openmm_replicas
-        for backend, comp, quant in configs:
+        for backend, comp, quant, _ in configs:
             name = label(backend, quant, compress=comp)
             entry = {"backend": backend, **tables(comp), "quantize": quant, "replicas": R, "steps": args.openmm_steps,
                      "network_force": args.openmm_force}

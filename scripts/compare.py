@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from flashschnet.names import BACKENDS
+from flashschnet.names import BACKENDS, COMPRESSIONS
 
 from ._cli import exit_statuses, finish, require_extras
 
@@ -46,6 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--priors", default=None, help="prior file to use instead of the model's priors")
     p.add_argument("--backend", choices=list(BACKENDS), default=None,
                    help="network implementation (default triton on CUDA, torch otherwise)")
+    p.add_argument("--compress", choices=list(COMPRESSIONS), default="auto",
+                   help="the network's filter tables, as flashschnet-simulate's --compress: default auto (float32 "
+                        "tables on the torch and triton backends in single precision), none for the exact filter "
+                        "network")
     p.add_argument("--go", action="store_true",
                    help="MARTINI with the Go model (martinize2 -go) instead of the elastic network")
     p.add_argument("--mts", default=None, metavar="INNER_MODEL",
@@ -65,8 +69,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     settings = CompareSettings(
         pdb=args.pdb, model=args.model, forcefield_dir=args.forcefield_dir, out=args.out, martini_ns=args.martini_ns,
         flashschnet_ns=args.flashschnet_ns, replicas=args.replicas, frames=args.frames, platform=args.platform,
-        seed=args.seed, threads=args.threads, priors=args.priors, backend=args.backend, analyse_only=args.analyse_only,
-        go=args.go, mts=args.mts, outer_dt_fs=args.outer_dt)
+        seed=args.seed, threads=args.threads, priors=args.priors, backend=args.backend, compress=args.compress,
+        analyse_only=args.analyse_only, go=args.go, mts=args.mts, outer_dt_fs=args.outer_dt)
 
     def summary(result) -> str:
         m, f = result["martini"]["speed"]["ns_per_day"], result["flashschnet"]["speed"]["ns_per_day"]

@@ -4,7 +4,7 @@
                          [--dt 4] [--temperature 300] [--report-interval STEPS] [--resume]
                          [--backend torch|triton|reference] [--quantize none|fp16|bf16|fp16-cast|bf16-cast]
                          [--matmul auto|ieee|tf32|bf16|fp16] [--cuda-graph] [--on-blowup stop|drop]
-                         [--compress none|float32|float16|bfloat16] [--compress-knots N]
+                         [--compress auto|none|float32|float16|bfloat16] [--compress-knots N]
                          [--temperatures 300:450:8 | 300,320,345] [--exchange-interval 500]
                          [--workers N | --scheduler ADDRESS] [--blocks B] [--mts INNER_MODEL --outer-dt FS]
     flashschnet-simulate --resume --out DIR [--steps N]      (the run's own settings and files, by content)
@@ -57,9 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compress", choices=list(COMPRESSIONS), default=None,
                    help="replace every block's filter network by a table of the pair distance stored as float32, "
                         "float16 or bfloat16 (quintic Hermite, exact forces of the tabulated energy; applied before "
-                        "--quantize); default none; see docs/compression.md")
+                        "--quantize); none: the exact filter network; default auto: float32 tables (error vs "
+                        "float64 at float32 rounding, several times faster) on the torch and triton backends in "
+                        "single precision, the exact filter network with --backend reference, --precision double, "
+                        "--quantize or --matmul. Tables are built once per model file and cached in "
+                        "$FLASHSCHNET_CACHE_DIR/tables (default ~/.cache/flashschnet/tables); see docs/compression.md")
     p.add_argument("--compress-knots", type=int_type(4), default=None, metavar="N",
-                   help=f"knots per filter table (only with --compress; default {DEFAULT_KNOTS})")
+                   help=f"knots per filter table (only with tables; default {DEFAULT_KNOTS})")
     p.add_argument("--matmul", choices=list(MATMULS), default=None,
                    help="precision of the triton backend's filter-network products: auto (tf32 for float32 weights, "
                         "the weights' own type for --quantize fp16/bf16, exact for double), ieee (exact; the torch "

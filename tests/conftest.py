@@ -38,6 +38,16 @@ _hypothesis_settings.register_profile("ci", derandomize=True, database=None)
 _hypothesis_settings.register_profile("explore", derandomize=False)
 _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+# The filter-table cache (flashschnet.tablecache) of this test process: a fresh folder, never the user's
+# ~/.cache/flashschnet (its children, benchmark workers and Dask workers, inherit it); removed at exit
+import atexit  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+CACHE_DIR = tempfile.mkdtemp(prefix="flashschnet-test-cache-")
+os.environ["FLASHSCHNET_CACHE_DIR"] = CACHE_DIR
+atexit.register(shutil.rmtree, CACHE_DIR, True)
+
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 DATA = TESTS / "data"

@@ -200,7 +200,8 @@ def openmm_loop(cfg: Dict[str, Any]) -> Dict[str, Any]:
     mol = flashschnet.map_pdb(cfg["pdb"])
     graph = bool(cfg.get("torch_cuda_graph", False))
     system = build_system(mol, model, replicas=R, priors=None, network_force=cfg.get("network_force", "torch"),
-                          torch_properties=CUDA_GRAPH_PROPERTIES if graph else None)
+                          torch_properties=CUDA_GRAPH_PROPERTIES if graph else None,
+                          compress="none")        # the configuration's model as prepared (its tables or none)
     integrator = openmm.LangevinMiddleIntegrator(300 * unit.kelvin, 1 / unit.picosecond, 4 * unit.femtosecond)
     integrator.setRandomNumberSeed(SEED)
     name = cfg.get("platform") or ("CUDA" if device.startswith("cuda") else "CPU")

@@ -12,9 +12,10 @@ predictions are never shown as measurements.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 
 #: the label suffix of each filter-table dtype (:data:`flashschnet.transforms.COMPRESSIONS`)
@@ -35,6 +36,30 @@ def label(backend: str, quantize: str = "none", matmul: str = "auto", cuda_graph
     if matmul not in (None, "auto"):
         name += f"/mm={matmul}"
     return name + ("/graph" if cuda_graph else "")
+
+
+def configurations(backends: List[str], compress: List[str], quantize: List[str], precision: str = "single",
+                   matmul: str = "auto") -> List[Tuple[str, str, str, bool]]:
+    """The configurations of a benchmark, ``(backend, compress, quantize, default)``, compress x quantize x
+    backends in that order. A named table dtype (or "none") runs with every backend; "auto" is what
+    ``flashschnet-simulate`` runs by default for that backend (:func:`flashschnet.options.resolve_compression`:
+    float32 tables on the fused backends, the exact filters on the reference), a row once (a configuration already
+    listed is not repeated). ``default``: the row is the default network of its backend (compress "auto"; quantize
+    "none")."""
+    from ...options import ModelOptions, resolve_compression
+
+    rows: List[Tuple[str, str, str, bool]] = []
+    for comp in compress:
+        for quant in quantize:
+            for backend in backends:
+                options = ModelOptions(backend=backend, precision=precision, quantize=quant, compress=comp,
+                                       matmul=matmul)
+                made = resolve_compression(options)
+                default = resolve_compression(dataclasses.replace(options, compress="auto")) == made \
+                    and quant == "none"
+                if all((b, c, q) != (backend, made, quant) for b, c, q, _ in rows):
+                    rows.append((backend, made, quant, default))
+    return rows
 
 
 def record_label(r: Dict[str, Any]) -> str:
@@ -107,6 +132,8 @@ def format_table(report: Dict[str, Any]) -> str:
     lines.append(f"flashschnet-benchmark: {s['pdb_name']} ({s['n_beads']} beads), device {m['device']} "
                  f"({m['device_name']}), dtype {s['dtype']}, threads {m['threads']}, "
                  f"repeats {s['repeats']}, warmup {s['warmup']}")
+    if s.get("default_rows"):
+        lines.append(f"default network (flashschnet-simulate without --compress): {', '.join(s['default_rows'])}")
     lines.append("  ".join(h.rjust(w) for h, w in zip(head, widths)))
     lines.append("  ".join("-" * w for w in widths))
     for row in rows:

@@ -121,7 +121,8 @@ def langevin_check(pdb: str, model_path: str, variant: str, steps: int, out_dir:
 
     res: Dict[str, object] = {"variant": variant, "steps": steps}
     settings = RunSettings(pdb=pdb, model=model_path, out=out_dir, steps=steps, seed=seed, quantize=variant,
-                           report_interval=report_interval, threads=threads, platform=platform, backend=backend)
+                           report_interval=report_interval, threads=threads, platform=platform, backend=backend,
+                           compress="none")           # the exact filter network: 16-bit weights against it
     try:
         result = run(settings, progress=False, echo=lambda msg: None)
     except SimulationInstabilityError as exc:
@@ -167,7 +168,7 @@ def nve_drift(mol, model, priors, positions_nm: np.ndarray, velocities_nm_ps: np
 
     from flashschnet.openmm.system import build_system
 
-    system = build_system(mol, model, replicas=1, priors=priors)
+    system = build_system(mol, model, replicas=1, priors=priors, compress="none")      # the model as given
     integrator = openmm.VerletIntegrator(dt_fs * 1e-3)
     ctx = openmm.Context(system, integrator, openmm.Platform.getPlatformByName(platform))
     ctx.setPositions(positions_nm)

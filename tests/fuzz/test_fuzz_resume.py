@@ -29,7 +29,7 @@ FIXED = {
     "--seed": ("11", ["12"]),
     "--precision": ("single", ["double"]),
     "--quantize": ("none", ["fp16"]),
-    "--compress": ("none", ["float32"]),
+    "--compress": ("float32", ["none"]),           # the run's: the default, float32 filter tables
     "--matmul": ("auto", ["ieee"]),
     "--on-blowup": ("stop", ["drop"]),
     "--mapping": ("5bead", ["ca"]),

@@ -34,6 +34,7 @@ from conftest import EXAMPLES, platforms
 import flashschnet
 from flashschnet.openmm import build_replica_systems, build_system
 from flashschnet.openmm.system import replica_positions_nm
+from flashschnet.options import default_network
 
 PDB = EXAMPLES / "1L2Y_trpcage.pdb"
 MODEL = EXAMPLES / "trpcage_placeholder.pt"
@@ -60,9 +61,13 @@ def _platform(name: str):
 
 
 def _systems(kind: str, mol, model):
+    """K Systems sharing one model object: the default network (float32 filter tables for the torch backend) made
+    once, then each System built from it as given (``compress="none"``: build_system would make its own copy)."""
+    model = default_network(model)
     if kind == "replica_systems":
-        return build_replica_systems(mol, model, K)
-    return [build_system(mol, model, 1, network_force="python" if kind == "python" else "torch") for _ in range(K)]
+        return build_replica_systems(mol, model, K, compress="none")
+    return [build_system(mol, model, 1, network_force="python" if kind == "python" else "torch", compress="none")
+            for _ in range(K)]
 
 
 def _start(mol, k: int) -> np.ndarray:

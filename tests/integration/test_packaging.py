@@ -141,14 +141,15 @@ def test_benchmark_runs_from_the_installed_wheel_outside_the_checkout(installed,
 
     res = subprocess.run([str(entry), "--replicas", "1", "--backends", "torch", "--repeats", "1", "--warmup", "0",
                           "--openmm-steps", "2", "--openmm-replicas", "1", "--threads", "1", "--device", "cpu",
-                          "--out", "b.json"], capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
+                          "--compress", "auto", "--out", "b.json"],       # the default network only
+                         capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
     assert res.returncode == 0, res.stderr
     report = json.loads((cwd / "b.json").read_text())
     s = report["settings"]
     assert Path(s["pdb"]).resolve() == (installed / "flashschnet" / "data" / "4PTI_bpti.pdb").resolve()
     assert s["pdb_name"] == "4PTI_bpti.pdb" and s["n_beads"] == 284 and s["model"].startswith("built-in CGSchNet")
     (r,) = report["results"]
-    assert r["status"] == "ok" and r["outputs_finite"] and r["weights_kb"] > 0, r
+    assert r["status"] == "ok" and r["outputs_finite"] and r["weights_kb"] > 0 and r["compress"] == "float32", r
     (o,) = report["openmm"]
     assert o["status"] == "ok" and o["positions_finite"], o
     assert "4PTI_bpti.pdb (284 beads)" in res.stdout

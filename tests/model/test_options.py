@@ -7,6 +7,7 @@ import torch
 
 from conftest import EXAMPLES, oracle_path
 from flashschnet import InputError, LoadedModel, ModelOptions, load_model, prepare_model
+from flashschnet.options import resolve_compression
 from flashschnet.transforms import apply_compression, apply_variant
 
 ORACLE = oracle_path("mlcg_schnet_A.pt")
@@ -17,10 +18,13 @@ ORACLE = oracle_path("mlcg_schnet_A.pt")
                            "otherwise), got 'cuda'"),
     (dict(precision="half"), "precision must be single or double, got 'half'"),
     (dict(quantize="int8"), "quantize must be one of none, fp16, bf16, fp16-cast, bf16-cast, got 'int8'"),
-    (dict(compress="fp16"), "compress must be one of none, float32, float16, bfloat16, got 'fp16'"),
+    (dict(compress="fp16"), "compress must be one of auto, none, float32, float16, bfloat16, got 'fp16'"),
     (dict(compress="float32", compress_knots=2), "compress_knots must be an integer >= 4, got 2"),
     (dict(compress="float32", compress_knots=64.0), "compress_knots must be an integer >= 4, got 64.0"),
-    (dict(compress_knots=64), "compress_knots needs a compression: pass compress float32, float16 or bfloat16"),
+    (dict(compress="none", compress_knots=64), "compress_knots needs a compression: pass compress float32, float16 or "
+                                               "bfloat16"),
+    (dict(backend="reference", compress_knots=64), "compress_knots needs a compression (compress auto runs the exact "
+                                                   "filters here): pass compress float32, float16 or bfloat16"),
     (dict(matmul="int8"), "matmul must be one of auto, ieee, tf32, bf16, fp16, got 'int8'"),
     (dict(cuda_graph="yes"), "cuda_graph must be True or False, got 'yes'"),
     (dict(skin=-1.0), "skin must be a non-negative length (model unit) or None, got -1.0"),
@@ -35,7 +39,7 @@ def test_each_bad_option_is_one_line_naming_the_field(options, message):
 def test_a_front_end_names_the_fields_its_own_way():
     names = {"compress_knots": "--compress-knots", "compress": "--compress", "precision": "--precision"}
     with pytest.raises(InputError, match=r"^--compress-knots needs a compression: pass --compress float32"):
-        ModelOptions(compress_knots=64).validate(names=names)
+        ModelOptions(compress="none", compress_knots=64).validate(names=names)
     with pytest.raises(InputError, match=r"^--precision must be single or double"):
         ModelOptions(precision="half").validate(names=names)
     with pytest.raises(InputError, match=r"^matmul must be one of"):          # a field it does not list
@@ -57,10 +61,11 @@ def test_options_of_an_object_take_the_fields_it_has():
 
 
 def _old_sequence(o: ModelOptions):
-    """What plugin/simulate.py, mlpotential.py and the benchmark did before prepare_model."""
+    """What plugin/simulate.py, mlpotential.py and the benchmark did before prepare_model (the tables "auto"
+    resolves to made directly, not through the cache)."""
     model = load_model(ORACLE, backend=o.backend, dtype=o.dtype, device="cpu", matmul=o.matmul,
                        cuda_graph=o.cuda_graph)
-    return apply_variant(apply_compression(model, o.compress, o.compress_knots), o.quantize)
+    return apply_variant(apply_compression(model, resolve_compression(o), o.compress_knots), o.quantize)
 
 
 def _assert_same(a: LoadedModel, b: LoadedModel, fixture_a) -> None:
@@ -102,3 +107,62 @@ def test_prepare_model_of_a_model_in_memory_equals_the_file_and_leaves_it_alone(
 def test_prepare_model_validates_with_the_field_names():
     with pytest.raises(InputError, match="^quantize must be one of"):
         prepare_model(ORACLE, ModelOptions(quantize="int4"))
+
+
+#: what "auto" becomes for each backend (None: the default backend) and precision
+AUTO = {(None, "single"): "float32", ("torch", "single"): "float32", ("triton", "single"): "float32",
+        ("reference", "single"): "none", (None, "double"): "none", ("torch", "double"): "none",
+        ("triton", "double"): "none", ("reference", "double"): "none"}
+
+
+@pytest.mark.parametrize("backend", [None, "torch", "triton", "reference"])
+@pytest.mark.parametrize("precision", ["single", "double"])
+@pytest.mark.parametrize("compress", ["auto", "none", "float32", "float16", "bfloat16"])
+def test_resolve_compression_for_every_backend_precision_and_value(backend, precision, compress):
+    got = resolve_compression(ModelOptions(backend=backend, precision=precision, compress=compress))
+    assert got == (AUTO[(backend, precision)] if compress == "auto" else compress)
+
+
+def test_auto_keeps_the_exact_filters_for_16_bit_weights_and_product_precisions():
+    assert ModelOptions().compress == "auto" and resolve_compression(ModelOptions()) == "float32"
+    for quantize in ("fp16", "bf16", "fp16-cast", "bf16-cast"):
+        assert resolve_compression(ModelOptions(quantize=quantize)) == "none"
+    for matmul in ("ieee", "tf32", "bf16", "fp16"):
+        assert resolve_compression(ModelOptions(backend="triton", matmul=matmul)) == "none"
+    assert resolve_compression(ModelOptions(quantize="fp16", compress="float32")) == "float32"     # as asked
+
+
+def test_prepare_model_says_once_what_the_default_chose_and_how_to_opt_out(tmp_path, monkeypatch):
+    from flashschnet.tablecache import CACHE_ENV
+    from flashschnet.tiny import tiny_model
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))   # empty: other tests build this model's tables
+
+    path = tiny_model(EXAMPLES / "1L2Y_trpcage.pdb", tmp_path / "tiny.pt")
+    names = {"compress": "--compress"}
+    made = prepare_model(path, names=names)
+    assert made.config["compression"] == {"kind": "quintic", "knots": 256, "dtype": "float32"}
+    assert len(made.notes) == 1 and "\n" not in made.notes[0]
+    assert made.notes[0].startswith("network: float32 filter tables by default (quintic, 256 knots; built and cached")
+    assert made.notes[0].endswith("; --compress none for the exact filter network")
+    again = prepare_model(path, names=names)                          # the second time from the cache
+    assert "from the cache in" in again.notes[0]
+    for asked in (ModelOptions(compress="float32"), ModelOptions(compress="none"), ModelOptions(backend="reference"),
+                  ModelOptions(precision="double")):
+        assert prepare_model(path, asked).notes == []                 # nothing chosen for the user: no note
+    assert prepare_model(path, ModelOptions(compress="none")).config.get("compression") is None
+    assert prepare_model(path, ModelOptions(backend="reference")).config.get("compression") is None
+
+
+def test_auto_falls_back_to_the_exact_filters_with_a_note_when_tables_miss_their_bound(tmp_path, monkeypatch):
+    import flashschnet.transforms as transforms
+    from flashschnet.tiny import tiny_model
+
+    path = tiny_model(EXAMPLES / "1L2Y_trpcage.pdb", tmp_path / "tiny.pt", seed=3)
+    monkeypatch.setitem(transforms.TOLERANCE, "float32", 1e-30)             # no table can meet this bound
+    made = prepare_model(path)
+    assert made.config.get("compression") is None and len(made.notes) == 1
+    assert made.notes[0].startswith("network: the exact filter network (float32 filter tables by default, but a "
+                                    "quintic float32 table with 256 knots misses the error bound")
+    with pytest.raises(InputError, match="misses the error bound"):          # asked for: the error, as before
+        prepare_model(path, ModelOptions(compress="float32"))

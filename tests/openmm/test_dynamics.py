@@ -49,12 +49,12 @@ def test_a_vanishing_outer_force_repeats_single_stepping(tiny):
     mts = Dynamics(k * h, 0.0, k, inner=load_model(path))             # inner = full: full - inner is exactly 0
     # one Context at a time: the Reference platform's custom integrators share one random generator per process,
     # which creating a Context reseeds
-    a = build_system(mol, load_model(path), replicas=R, dynamics=single)
+    a = build_system(mol, load_model(path), replicas=R, dynamics=single, compress="none")
     ctx_a = _context(a, single.integrator(temps, seed=9))
     _start(ctx_a, mol, R)
     ctx_a.getIntegrator().step(k * outer_steps)
     pa = ctx_a.getState(getPositions=True).getPositions(asNumpy=True)._value
-    b = build_system(mol, load_model(path), replicas=R, dynamics=mts)
+    b = build_system(mol, load_model(path), replicas=R, dynamics=mts, compress="none")
     ctx_b = _context(b, mts.integrator(temps, seed=9))
     _start(ctx_b, mol, R)
     out = ctx_b.getState(getForces=True, groups={OUTER_GROUP}).getForces(asNumpy=True)._value

@@ -132,7 +132,8 @@ def test_matmul_and_cuda_graph_options_reach_the_network(mol, monkeypatch):
 
 
 def test_compress_options_reach_the_network(mol, monkeypatch):
-    """compress / compressKnots give the model the forces are built from filter tables, before quantize."""
+    """compress / compressKnots give the model the forces are built from filter tables, before quantize; by default
+    float32 tables (as flashschnet-simulate), compress="none" the exact filter network."""
     import flashschnet.openmm.system as system_module
 
     seen = {}
@@ -141,7 +142,9 @@ def test_compress_options_reach_the_network(mol, monkeypatch):
                 quantize="fp16").createSystem(cg_topology(mol))
     assert seen["m"].config["compression"] == {"kind": "quintic", "knots": 64, "dtype": "float16"}
     assert seen["m"].config["quantization"] == {"dtype": "float16", "per_channel": True}
-    MLPotential("flashschnet", modelPath=MODEL).createSystem(cg_topology(mol))
+    MLPotential("flashschnet", modelPath=MODEL).createSystem(cg_topology(mol))      # the default: float32 tables
+    assert seen["m"].config["compression"] == {"kind": "quintic", "knots": 256, "dtype": "float32"}
+    MLPotential("flashschnet", modelPath=MODEL, compress="none").createSystem(cg_topology(mol))
     assert seen["m"].config["compression"] is None
 
 
@@ -214,8 +217,10 @@ def test_bad_topologies_and_options_are_one_line_errors(mol, make, kwargs, messa
     ({"modelPath": MODEL, "precision": "half"}, "precision must be"),
     ({"modelPath": MODEL, "quantize": "int4"}, "int4"),
     ({"modelPath": MODEL, "matmul": "int8"}, "matmul must be one of"),
-    ({"modelPath": MODEL, "compress": "fp16"}, "compress must be one of none, float32, float16, bfloat16"),
-    ({"modelPath": MODEL, "compressKnots": 64}, "compressKnots needs a compression"),
+    ({"modelPath": MODEL, "compress": "fp16"}, "compress must be one of auto, none, float32, float16, bfloat16"),
+    ({"modelPath": MODEL, "compress": "none", "compressKnots": 64}, "compressKnots needs a compression"),
+    ({"modelPath": MODEL, "precision": "double", "compressKnots": 64}, "compressKnots needs a compression (compress "
+                                                                       "auto runs the exact filters here)"),
     ({"modelPath": MODEL, "compress": "float32", "compressKnots": 2.5}, "compressKnots must be an integer"),
     ({"modelPath": MODEL, "temperature": 300}, "unknown option(s) temperature"),
 ])

@@ -213,3 +213,25 @@ def test_python_force_equals_torch_force(fixture_a, platform):
     tol = 1e-12 if platform == "Reference" else 1e-5
     assert out[1][0] == pytest.approx(out[0][0], rel=tol)
     assert np.abs(out[1][1] - out[0][1]).max() <= tol * np.abs(out[0][1]).max()
+
+
+def test_the_default_system_runs_float32_filter_tables_and_none_opts_out():
+    """build_system of an exact float32 model runs the default path (float32 filter tables, as flashschnet-simulate):
+    not the exact network's forces, but as close to the float64 network's as the exact float32 network is (within
+    3x of its rounding error; measured: max 1.5e-5 vs 1.0e-5 of the largest force); compress="none" runs the model
+    as given, and the model passed in is not changed."""
+    mol = map_pdb(str(EXAMPLES / "1L2Y_trpcage.pdb"))
+    model = load_model(EXAMPLES / "trpcage_trained.pt")
+    out = {}
+    for compress in ("auto", "none"):
+        ctx = _context(build_system(mol, model, replicas=1, compress=compress), "Reference")
+        ctx.setPositions(replica_positions_nm(mol, 1))
+        out[compress] = _energy_forces(ctx, groups={NETWORK_GROUP})[1]
+    assert model.config.get("compression") is None
+    exact64 = load_model(EXAMPLES / "trpcage_trained.pt", dtype=torch.float64)
+    _, f64 = exact64.energy_forces(torch.as_tensor(mol.positions, dtype=torch.float64)[None],
+                                   torch.as_tensor(mol.bead_types))
+    f64 = f64[0].numpy() * 41.84                                   # kcal/mol/A -> kJ/mol/nm
+    err_tab, err_exact = (np.abs(out[k] - f64).max() for k in ("auto", "none"))
+    assert np.abs(out["auto"] - out["none"]).max() > 0.0           # the tables ran, not the exact filters
+    assert err_exact < 1e-4 * np.abs(f64).max() and err_tab <= 3.0 * err_exact, (err_tab, err_exact)

@@ -31,7 +31,7 @@ def test_tiny_run_writes_json_and_table(tmp_path, capsys):
     out = tmp_path / "b.json"
     rc = main(["--pdb", str(EXAMPLES / "1L2Y_trpcage.pdb"), "--replicas", "1,2", "--repeats", "1", "--warmup", "1",
                "--openmm-steps", "2", "--openmm-replicas", "1", "--threads", "1", "--device", "cpu",
-               "--out", str(out)])
+               "--compress", "none", "--out", str(out)])      # (the default rows: test_default_rows_are_...)
     assert rc == 0
     captured = capsys.readouterr()
     report = json.loads(out.read_text())
@@ -94,9 +94,10 @@ def test_openmm_run_through_python_force(tmp_path):
     out = tmp_path / "py.json"
     rc = main(["--pdb", "examples/1L2Y_trpcage.pdb", "--replicas", "1", "--backends", "torch", "--repeats", "1",
                "--warmup", "1", "--openmm-steps", "2", "--openmm-replicas", "1", "--openmm-force", "python",
-               "--out", str(out)])
+               "--compress", "auto", "--out", str(out)])          # the default network only: torch's float32 tables
     assert rc == 0
     report = json.loads(out.read_text())
+    assert [(r["backend"], r["compress"]) for r in report["results"]] == [("torch", "float32")]
     assert report["openmm"][0]["status"] == "ok" and report["openmm"][0]["network_force"] == "python"
 
 
@@ -105,7 +106,8 @@ def test_quantized_rows(tmp_path, capsys):
     unquantized reference; the OpenMM run uses the quantized model too."""
     out = tmp_path / "q.json"
     rc = main(["--pdb", str(EXAMPLES / "1L2Y_trpcage.pdb"), "--replicas", "1", "--backends", "reference,torch",
-               "--quantize", "none,fp16,bf16-cast", "--repeats", "1", "--warmup", "1", "--openmm-steps", "2",
+               "--quantize", "none,fp16,bf16-cast", "--compress", "none", "--repeats", "1", "--warmup", "1",
+               "--openmm-steps", "2",
                "--openmm-replicas", "1", "--threads", "1", "--device", "cpu", "--out", str(out)])
     assert rc == 0
     report = json.loads(out.read_text())
@@ -195,17 +197,48 @@ def test_compression_is_a_configuration_axis(tmp_path, monkeypatch, capsys):
     assert "torch+tab-f32+fp16" in table and "8.00x" in table    # reference+tab-f32+fp16: 100 / 12.5
 
 
+def test_default_rows_are_the_exact_network_and_what_flashschnet_simulate_runs(tmp_path, monkeypatch, capsys):
+    """Without --compress the rows are every backend's exact network and each backend's default network (compress
+    "auto": float32 tables on torch, the exact filters again on the reference, so no second reference row); the
+    table names the default rows. Workers stubbed: the loop and the report, not a measurement."""
+    import flashschnet.scripts.benchmark as bench
+
+    seen = []
+
+    def worker(cfg):
+        seen.append(cfg)
+        return {"status": "ok", "median_ms": 1.0, "min_ms": 1.0, "times_ms": [1.0], "ns_per_day_per_replica": 1.0,
+                "ns_per_day_aggregate": 1.0, "peak_extra_mb": 1.0, "weights_kb": 1.0, "outputs_finite": True,
+                "platform": "CPU", "ms_per_step": 1.0, "subprocess_wall_s": 0.0}
+
+    monkeypatch.setattr(bench, "_run_worker", worker)
+    out = tmp_path / "defaults.json"
+    assert main(["--pdb", str(EXAMPLES / "1L2Y_trpcage.pdb"), "--replicas", "1", "--openmm-steps", "1",
+                 "--device", "cpu", "--out", str(out)]) == 0
+    rows = [(c["backend"], c["compress"]) for c in seen if c["kind"] == "energy_forces"]
+    assert rows == [("reference", "none"), ("torch", "none"), ("torch", "float32")]
+    report = json.loads(out.read_text())
+    assert report["settings"]["compress"] == ["none", "auto"] and report["settings"]["compress_knots"] == 256
+    assert report["settings"]["default_rows"] == ["reference", "torch+tab-f32"]
+    assert "default network (flashschnet-simulate without --compress): reference, torch+tab-f32" in \
+        capsys.readouterr().out
+    seen.clear()                                          # in double precision the default is the exact network
+    assert main(["--pdb", str(EXAMPLES / "1L2Y_trpcage.pdb"), "--replicas", "1", "--openmm-steps", "0",
+                 "--device", "cpu", "--dtype", "float64", "--out", str(out)]) == 0
+    assert [(c["backend"], c["compress"]) for c in seen] == [("reference", "none"), ("torch", "none")]
+
+
 def test_bad_quantize_and_compress_lists_are_refused(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--quantize", "fp8"])
     assert "quantize variants must be among" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--compress", "float32,fp16"])
-    assert "compressions must be among none,float32,float16,bfloat16" in capsys.readouterr().err
+    assert "compressions must be among auto,none,float32,float16,bfloat16" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--compress", "float32", "--compress-knots", "2"])
     assert "--compress-knots" in capsys.readouterr().err
-    assert main(["--compress-knots", "64", "--out", str(tmp_path / "k.json")]) == 2
+    assert main(["--compress", "none", "--compress-knots", "64", "--out", str(tmp_path / "k.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--compress-knots needs a compression" in err[0]
     assert not (tmp_path / "k.json").exists()

@@ -121,7 +121,9 @@ def test_blow_up_stops_with_a_clear_message_and_keeps_the_checkpoint(tmp_path, c
     ([PDB, "--platform", "NoSuchPlatform"], "platform 'NoSuchPlatform' is not available"),
     ([PDB, "--report-interval", "10", "--checkpoint-interval", "15"], "multiple of --report-interval"),
     ([str(EXAMPLES / "4PTI_bpti.pdb")], "priors were made for"),
-    ([PDB, "--compress-knots", "64"], "--compress-knots needs a compression"),
+    ([PDB, "--compress", "none", "--compress-knots", "64"], "--compress-knots needs a compression"),
+    ([PDB, "--backend", "reference", "--compress-knots", "64"], "--compress-knots needs a compression (--compress "
+                                                                "auto runs the exact filters here)"),
     ([PDB, "--compress", "float16", "--compress-knots", "100000"], "knots must be an integer between 4 and 65536"),
 ])
 def test_bad_input_gives_one_line_and_status_2(tmp_path, capsys, args, message):
@@ -235,16 +237,45 @@ def test_compression_is_recorded_and_resumes_only_with_it(tmp_path, capsys):
     assert main(resume[:-1] + ["--steps", "30", "--resume"]) == 0   # both left out: the run's
     assert "filter tables: quintic float16 table, 64 knots" in capsys.readouterr().err
 
-    rc, old = _run(tmp_path, "old", steps=10)          # run.json of a run before --compress existed
+
+
+def test_the_default_network_is_float32_tables_said_once_and_recorded(tmp_path, capsys):
+    """Without --compress a run computes with float32 filter tables: one note says so and how to opt out, run.json
+    records the tables and that they were the default; --compress none opts out (recorded, no such note)."""
+    rc, out = _run(tmp_path, "default", steps=10)
+    assert rc == 0
+    err = capsys.readouterr().err.splitlines()
+    chosen = [line for line in err if "by default" in line]
+    assert len(chosen) == 1 and chosen[0].startswith("flashschnet-simulate: note: network: float32 filter tables by "
+                                                     "default (quintic, 256 knots; ")
+    assert chosen[0].endswith("; --compress none for the exact filter network")
+    run = json.loads((out / "run.json").read_text())
+    assert (run["compress"], run["compress_knots"], run["compress_default"]) == ("float32", 256, True)
+    rc, exact = _run(tmp_path, "exact", "--compress", "none", steps=10)
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "by default" not in err and "filter tables: none" in err
+    run = json.loads((exact / "run.json").read_text())
+    assert (run["compress"], run["compress_knots"], run["compress_default"]) == ("none", None, False)
+
+
+def test_a_run_directory_of_an_older_version_resumes_exact_and_bitwise(tmp_path, capsys):
+    """A run.json without the compression keys was written when the exact filter network was the default: its run
+    resumes exact (not with the tables that are the default now), repeating the uninterrupted exact run bitwise."""
+    rc, straight = _run(tmp_path, "straight", "--compress", "none", steps=20)
+    assert rc == 0
+    rc, old = _run(tmp_path, "old", "--compress", "none", steps=10)
     assert rc == 0
     run = json.loads((old / "run.json").read_text())
-    assert run["compress"] == "none" and run["compress_knots"] is None
-    del run["compress"], run["compress_knots"]
+    for key in ("compress", "compress_knots", "compress_default"):
+        del run[key]
     (old / "run.json").write_text(json.dumps(run))
     capsys.readouterr()
-    assert main([PDB, "--model", MODEL, "--steps", "20", "--out", str(old), "--report-interval", "10", "--quiet",
+    assert main([PDB, "--model", MODEL, "--steps", "20", "--out", str(old), "--quiet", "--threads", "1",
                  "--resume"]) == 0
     assert "filter tables: none" in capsys.readouterr().err
+    t1, t2 = (md.load(str(d / "replica_000.dcd"), top=str(d / "topology.pdb")) for d in (straight, old))
+    assert t1.n_frames == t2.n_frames == 3 and np.array_equal(t1.xyz, t2.xyz)
 
 
 def test_a_nan_coordinate_is_one_line_exit_2_and_nothing_written(tmp_path, capsys):

@@ -140,8 +140,8 @@ def test_a_real_disk_that_fills_up_during_a_run(straight, tmp_path, capsys, monk
         out, filler = disk / "run", disk / "filler"
         save = CheckpointReporter.save
 
-        def save_then_fill_the_disk(self, simulation):
-            save(self, simulation)
+        def save_then_fill_the_disk(self, simulation, blob=None):
+            save(self, simulation, blob)
             if not filler.exists():
                 with open(filler, "wb", buffering=0) as f:    # every free block, 4 KiB at a time
                     try:

@@ -172,3 +172,31 @@ def test_an_unreachable_scheduler_is_one_line_and_writes_nothing(tmp_path, tiny,
     errors = [ln for ln in lines if ln.startswith("flashschnet-simulate: error: ")]
     assert errors == lines[-1:] and "--scheduler tcp://127.0.0.1:1: cannot reach a Dask scheduler" in errors[0]
     assert not out.exists()
+
+
+def test_the_blocks_compute_with_the_drivers_filter_tables(tmp_path, tiny, monkeypatch):
+    """The default network's tables travel with the ensemble's builder (pickled, as a Dask worker gets it): a block
+    is built from them without reading a cache or tabulating, so every block computes with the driver's tables
+    wherever it runs."""
+    import pickle
+
+    import flashschnet.openmm.ensemble.run as ensemble_run
+    import flashschnet.tablecache as tablecache
+    import flashschnet.transforms as transforms
+    from flashschnet.openmm.simulate import RunSettings, run
+
+    seen = {}
+    monkeypatch.setattr(ensemble_run, "run_ensemble", lambda plan, builder, *a, **kw: seen.setdefault("b", builder))
+    run(RunSettings(pdb=PDB, model=str(tiny), out=str(tmp_path / "o"), steps=20, temperatures=LADDER, blocks=2,
+                    threads=1), progress=False, echo=lambda m: None)
+    builder = pickle.loads(pickle.dumps(seen["b"]))
+    assert builder.tables.spec == {"kind": "quintic", "knots": 256, "dtype": "float32"}
+    assert (builder.settings.compress, builder.settings.compress_knots) == ("float32", 256)
+
+    def untouchable(*args, **kwargs):
+        raise AssertionError("a block read the cache or tabulated its own tables")
+
+    monkeypatch.setattr(tablecache, "cached_tables", untouchable)
+    monkeypatch.setattr(transforms, "tabulate", untouchable)
+    block = builder(2)
+    assert block.system.getNumParticles() == 2 * block.particles

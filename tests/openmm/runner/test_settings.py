@@ -19,7 +19,8 @@ from flashschnet.scripts._cli import given_settings
 CG_KEYS = {"pdb", "model", "out", "steps", "replicas", "platform", "seed", "dt_fs", "temperature_K", "friction_per_ps",
            "report_interval", "checkpoint_interval", "mapping", "priors", "precision", "backend", "quantize",
            "network_force", "threads", "max_force", "on_blowup", "matmul", "cuda_graph", "compress", "compress_knots",
-           "temperatures", "exchange_interval", "blocks", "workers", "scheduler"}
+           "temperatures", "exchange_interval", "blocks", "workers", "scheduler",
+           "mts", "outer_dt_fs"}   # multiple time stepping (issue 37): a run without them reads as single stepping
 MARTINI_KEYS = {"pdb", "forcefield_dir", "out", "steps", "platform", "seed", "dt_fs", "temperature_K",
                 "friction_per_ps", "report_interval", "checkpoint_interval", "padding_nm", "salt_molar", "elastic",
                 "go", "ignore", "minimize_iterations", "threads", "max_force"}
@@ -42,7 +43,8 @@ def test_the_settings_keep_their_fields_and_defaults():
     (lambda: DynamicsSettings(out="o", steps=10, friction_per_ps=-1.0), "--friction must be a non-negative finite"),
     (lambda: RunSettings(pdb="a", model="m", out="o", steps=10, platform="Reference", network_force="c"),
      "--network-force must be torch or python, got 'c'"),
-    (lambda: RunSettings(pdb="a", model="m", out="o", steps=10, platform="Reference", compress_knots=64),
+    (lambda: RunSettings(pdb="a", model="m", out="o", steps=10, platform="Reference", compress="none",
+                         compress_knots=64),
      "--compress-knots needs a compression: pass --compress float32, float16 or bfloat16"),
 ])
 def test_the_dynamics_and_model_checks_name_the_flags(make, message):
