@@ -61,8 +61,9 @@ class CompareSettings:
     compress: str = "auto"               # the network's filter tables (flashschnet-simulate's --compress)
     analyse_only: bool = False           # re-analyse the runs already in OUT
     go: bool = False                     # MARTINI with martinize2's Go model instead of the elastic network
+    dt_fs: float = FLASHSCHNET_DT_FS     # FlashSchNet's step, fs (with mts: the inner step)
     mts: Optional[str] = None            # FlashSchNet with distilled multiple time stepping: the inner model file
-    outer_dt_fs: Optional[float] = None  # ... and its outer step (default 2 x 4 fs)
+    outer_dt_fs: Optional[float] = None  # ... and its outer step, fs (required with mts)
 
     def steps(self, ns: float, dt_fs: float) -> tuple:
         """(steps, report interval) for ``ns`` at ``dt_fs``: ``frames`` frames, steps a multiple of the interval."""
@@ -313,7 +314,7 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
                                   platform=s.platform, seed=s.seed, dt_fs=MARTINI_DT_FS, report_interval=interval,
                                   threads=s.threads, go=s.go, elastic=not s.go)
         flash = RunSettings(pdb=s.pdb, model=s.model, out=dirs["flashschnet"], steps=0, replicas=s.replicas,
-                            platform=s.platform, seed=s.seed, dt_fs=FLASHSCHNET_DT_FS, priors=s.priors,
+                            platform=s.platform, seed=s.seed, dt_fs=s.dt_fs, priors=s.priors,
                             backend=s.backend, compress=s.compress, threads=s.threads, mts=s.mts,
                             outer_dt_fs=s.outer_dt_fs)
         flash.steps, flash.report_interval = s.steps(s.flashschnet_ns, flash.step_fs)

@@ -149,8 +149,9 @@ def _add_module(system, module, network_force: str, group: int, torch_properties
 
 def check_mts(mts: Optional[str], outer_dt_fs: Optional[float], step_fs: float, dt_fs: float,
               max_dt_fs: float) -> None:
-    """Check a run's multiple-time-step settings: ``--outer-dt`` only with ``--mts``, an outer step ``step_fs``
-    (fs) in (0, ``max_dt_fs``] and a whole multiple of the inner step ``dt_fs``; one-line :class:`InputError`."""
+    """Check a run's multiple-time-step settings: ``--outer-dt`` only with, and always with, ``--mts``; an outer
+    step ``step_fs`` (fs) in (0, ``max_dt_fs``] and a whole multiple of the inner step ``dt_fs``; one-line
+    :class:`InputError`."""
     from .runner.settings import flag      # (here: the runner's job imports this module)
 
     o, m, dt = flag("outer_dt_fs"), flag("mts"), flag("dt_fs")
@@ -161,6 +162,9 @@ def check_mts(mts: Optional[str], outer_dt_fs: Optional[float], step_fs: float, 
         return
     if not str(mts).strip():
         raise InputError(f"{m} is empty; give an inner model file (flashschnet-distill MODEL PDB --out inner.pt)")
+    if outer_dt_fs is None:     # no default: the stable outer step is the model's and the inner model's, measured
+        raise InputError(f"{m} needs {o} FS, the outer step: measure the longest stable one for your model and "
+                         "inner model (tools/dmts_validate.py; docs/sampling.md has trp-cage's)")
     if not (0.0 < step_fs <= max_dt_fs):
         raise InputError(f"{o} {step_fs:g} fs is outside (0, {max_dt_fs:g}]")
     k = step_fs / dt_fs

@@ -114,7 +114,7 @@ class RunSettings(DynamicsSettings):
     workers: Optional[int] = None                  # a local Dask cluster of this many worker processes
     scheduler: Optional[str] = None                # an existing Dask scheduler's address
     mts: Optional[str] = None                      # an inner model file (flashschnet-distill): multiple time stepping
-    outer_dt_fs: Optional[float] = None            # with mts: the outer step, a multiple of dt_fs (default 2 dt_fs)
+    outer_dt_fs: Optional[float] = None            # with mts (and only then, no default): the outer step, fs
 
     @property
     def step_fs(self) -> float:

@@ -55,8 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mts", default=None, metavar="INNER_MODEL",
                    help="run FlashSchNet with distilled multiple time stepping: an inner model of --model on this PDB "
                         "(flashschnet-distill)")
+    p.add_argument("--dt", type=float, default=4.0, metavar="FS",
+                   help="FlashSchNet's time step in fs (default 4); with --mts the inner step")
     p.add_argument("--outer-dt", type=float, default=None, metavar="FS",
-                   help="with --mts: the outer time step in fs, a whole multiple of 4 (default 8)")
+                   help="with --mts (required): the outer time step in fs, a whole multiple of --dt (docs/sampling.md)")
     p.add_argument("--analyse-only", action="store_true", help="re-analyse the runs already in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     return p
@@ -70,7 +72,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         pdb=args.pdb, model=args.model, forcefield_dir=args.forcefield_dir, out=args.out, martini_ns=args.martini_ns,
         flashschnet_ns=args.flashschnet_ns, replicas=args.replicas, frames=args.frames, platform=args.platform,
         seed=args.seed, threads=args.threads, priors=args.priors, backend=args.backend, compress=args.compress,
-        analyse_only=args.analyse_only, go=args.go, mts=args.mts, outer_dt_fs=args.outer_dt)
+        analyse_only=args.analyse_only, go=args.go, dt_fs=args.dt, mts=args.mts, outer_dt_fs=args.outer_dt)
 
     def summary(result) -> str:
         m, f = result["martini"]["speed"]["ns_per_day"], result["flashschnet"]["speed"]["ns_per_day"]

@@ -82,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an inner model distilled from --model on this protein (flashschnet-distill): the priors and "
                         "the inner model every --dt, the network's difference from it every --outer-dt")
     m.add_argument("--outer-dt", type=float, default=None, metavar="FS",
-                   help="with --mts: the outer time step in fs, a whole multiple of --dt (default 2 x --dt); "
+                   help="with --mts (required): the outer time step in fs, a whole multiple of --dt (the "
+                        "longest stable one is measured, docs/sampling.md); "
                         "--steps and the intervals count outer steps")
     g = p.add_argument_group("parallel tempering and ensembles (docs/ensembles.md)")
     g.add_argument("--temperatures", default=None, metavar="TMIN:TMAX:N|T1,T2,...",

@@ -5,9 +5,11 @@
         --inner inner.pt --candidates 5:2.5,6:2 --ns 1 --replicas 4 --out /tmp/dmts --json docs/dmts-trpcage.json
 
 Runs two single-stepping references at 4 fs (seeds 1 and 2: their difference is the noise floor) and each
-candidate OUTER:INNER (fs) with the inner model, ``--replicas`` packed replicas each, ``--jobs`` runs at a time
-(each with ``--threads``); then prints, per candidate, the kinetic temperature check and the Jensen-Shannon
-divergences next to the references' own, and writes everything to ``--json`` (and a figure beside it).
+candidate: OUTER:INNER (fs) with the inner model, or DT alone (single stepping at DT fs), ``--replicas`` packed
+replicas each, ``--jobs`` runs at a time (each with ``--threads``); then prints, per candidate, the kinetic
+temperature check and the Jensen-Shannon divergences next to the references' own, and writes everything to
+``--json`` and the overlap figure beside it (``--json`` with ``.png``: the histograms of every run). Run again with the same arguments to continue interrupted
+runs (each resumes bitwise from its checkpoint).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 
 def simulate(args, out, seed, extra):
-    steps_dt = extra.get("outer", 4.0)
+    steps_dt = extra.get("outer", extra.get("dt", 4.0))
     steps = int(round(args.ns * 1e6 / steps_dt))
     interval = max(steps // args.frames, 1)
     cmd = [sys.executable, "-m", "flashschnet.scripts.simulate", args.pdb, "--model", args.model, "--out", out,
@@ -28,8 +30,10 @@ def simulate(args, out, seed, extra):
            "--steps", str(interval * args.frames), "--report-interval", str(interval), "--compress", args.compress]
     if "outer" in extra:
         cmd += ["--mts", args.inner, "--outer-dt", f"{extra['outer']:g}", "--dt", f"{extra['inner']:g}"]
+    elif "dt" in extra:
+        cmd += ["--dt", f"{extra['dt']:g}"]
     if os.path.exists(os.path.join(out, "run.json")):
-        return out, 0
+        cmd.append("--resume")      # an interrupted run goes on (bitwise); a finished one is left as it is
     r = subprocess.run(cmd, capture_output=True, text=True)
     return out, r.returncode
 
@@ -39,7 +43,9 @@ def main(argv=None) -> int:
     p.add_argument("--model", required=True)
     p.add_argument("--pdb", required=True)
     p.add_argument("--inner", required=True, help="inner model (flashschnet-distill)")
-    p.add_argument("--candidates", default="6:2", help="OUTER:INNER time steps in fs, comma-separated")
+    p.add_argument("--candidates", default="6:2",
+                   help="comma-separated: OUTER:INNER (fs) for DMTS with the inner model, or DT (fs) alone for "
+                        "single stepping at DT")
     p.add_argument("--ns", type=float, default=1.0, help="simulated ns per replica of every run")
     p.add_argument("--replicas", type=int, default=4)
     p.add_argument("--frames", type=int, default=1000)
@@ -54,6 +60,9 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     jobs = [(os.path.join(args.out, "reference_a"), 1, {}), (os.path.join(args.out, "reference_b"), 2, {})]
     for c in args.candidates.split(","):
+        if ":" not in c:            # single stepping at a longer step, judged like the MTS candidates
+            jobs.append((os.path.join(args.out, f"single_{float(c):g}"), 1, {"dt": float(c)}))
+            continue
         outer, inner = (float(x) for x in c.split(":"))
         jobs.append((os.path.join(args.out, f"mts_{outer:g}_{inner:g}"), 1, {"outer": outer, "inner": inner}))
     with ThreadPoolExecutor(args.jobs) as pool:
@@ -72,9 +81,14 @@ def main(argv=None) -> int:
         print(f"\n== {name} (exit {rc}): kinetic T per replica {['%.1f' % t for t in st.get('per_replica_mean_K', [])]}"
               f"; stable within 2 %: {st['stable']}")
         print("\n".join(summary_lines(rep)))
+    from flashschnet.openmm.benchmark.dmts import overlap_figure
+
+    ok = {os.path.basename(o): o for o, rc in done if rc == 0}
+    if ok:
+        report["figure"] = overlap_figure(ok, os.path.splitext(args.json)[0] + ".png")
     with open(args.json, "w") as f:
         json.dump(report, f, indent=1)
-    print(f"\nwrote {args.json}")
+    print(f"\nwrote {args.json}" + (f" and {report['figure']}" if ok else ""))
     return 0
 
 

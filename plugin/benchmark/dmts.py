@@ -150,5 +150,34 @@ def compare_runs(candidate: str, reference: str, reference_b: Optional[str] = No
     return report
 
 
+def overlap_figure(runs: Dict[str, str], path: str) -> str:
+    """The distribution-overlap figure: one panel per observable (:func:`names`), the normalised histogram of each
+    run in ``runs`` (label -> run directory) on common bins; bonds and angles pooled as deviations from each
+    tuple's mean (as :func:`overlap` compares them). Written to ``path`` (PNG); returns it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = {label: observables(d) for label, d in runs.items()}
+    units = {"rg": "Rg (nm)", "q": "Q", "end_to_end": "end-to-end (nm)", "bonds": "bond - its mean (nm)",
+             "angles": "angle - its mean (rad)"}
+    fig, axes = plt.subplots(1, len(names()), figsize=(3.2 * len(names()), 2.8))
+    for ax, name in zip(axes, names()):
+        flat = {k: _flat(v[name], name in ("bonds", "angles")).ravel() for k, v in data.items()}
+        lo = min(float(np.nanmin(x)) for x in flat.values())
+        hi = max(float(np.nanmax(x)) for x in flat.values())
+        edges = np.linspace(lo, hi if hi > lo else lo + 1e-9, BINS + 1)
+        for label, x in flat.items():
+            ax.hist(x, bins=edges, density=True, histtype="step", label=label)
+        ax.set_xlabel(units[name])
+        ax.set_yticks([])
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def names() -> Sequence[str]:
     return ("rg", "q", "end_to_end", "bonds", "angles")

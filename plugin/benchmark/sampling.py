@@ -77,6 +77,17 @@ def ess_per_hour(row: Dict[str, object], key: str) -> Optional[Dict[str, object]
     return dict(obs["ess_per_hour_aggregate"], bound="upper" if obs.get("bound") == "lower" else None)
 
 
+def ratios(rows: List[Dict[str, object]]) -> None:
+    """Set each FlashSchNet row's ``vs_martini_per_replica`` and ``vs_martini_aggregate``: its ns/day over that of
+    the MARTINI 3 row (elastic network, not Go) with the same threads, in the same invocation."""
+    martini = {r["threads"]: r for r in rows if r["kind"] == "martini" and "Go" not in r["name"]}
+    for r in rows:
+        m = martini.get(r["threads"])
+        if r["kind"] == "flashschnet" and m:
+            r["vs_martini_per_replica"] = r["ns_per_day_per_replica"] / m["ns_per_day_per_replica"]
+            r["vs_martini_aggregate"] = r["ns_per_day_aggregate"] / m["ns_per_day_aggregate"]
+
+
 def table(rows: List[Dict[str, object]]) -> str:
     """The benchmark's Markdown table (speed, and ESS/hour of Rg and Q with their errors)."""
     def ess(row, name):
@@ -87,10 +98,15 @@ def table(rows: List[Dict[str, object]]) -> str:
         bound = "<= " if e.get("bound") == "upper" else ""
         return f"{bound}{v:.3g}" + (f" ± {err:.2g}" if err else "")
 
+    def ratio(row):
+        v = row.get("vs_martini_aggregate")
+        return "-" if v is None else f"{v:.2f}×"
+
     lines = ["| configuration | threads | replicas | step (fs) | ns/day per replica | ns/day aggregate | "
-             "ESS/hour Rg | ESS/hour Q |", "|---|---|---|---|---|---|---|---|"]
+             "vs MARTINI 3 (aggregate, same threads) | ESS/hour Rg | ESS/hour Q |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['name']} | {r['threads']} | {r['replicas']} | {r['step_fs']:g} | "
-                     f"{r['ns_per_day_per_replica']:.4g} | {r['ns_per_day_aggregate']:.4g} | {ess(r, 'rg')} | "
-                     f"{ess(r, 'q')} |")
+                     f"{r['ns_per_day_per_replica']:.4g} | {r['ns_per_day_aggregate']:.4g} | {ratio(r)} | "
+                     f"{ess(r, 'rg')} | {ess(r, 'q')} |")
     return "\n".join(lines) + "\n"

@@ -156,3 +156,22 @@ def test_analyse_only_on_an_older_output(tiny, tmp_path, capsys):
         assert s["wall_s"] is None
         assert all(e["ess_per_hour"]["value"] is None for e in s["observables"].values())
     assert "not recorded" in (old / "comparison.md").read_text()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--mts", "INNER", "--dt", "2.5", "--outer-dt", "6"], "whole multiple of --dt 2.5"),
+    (["--mts", "INNER"], "needs --outer-dt"),
+])
+def test_the_flashschnet_step_options_are_checked_before_any_run(tmp_path, capsys, extra, message):
+    """--dt (the inner step with --mts) and --outer-dt reach the FlashSchNet run's settings, which are checked before
+    the MARTINI run starts: one line, exit 2, nothing run."""
+    if not (M3 / "martini_v3.0.0.itp").exists():
+        pytest.skip(f"MARTINI 3 force-field files not found in {M3} (../shared/ is absent)")
+    extra = [str(EXAMPLES / "trpcage_inner.pt") if x == "INNER" else x for x in extra]
+    out = tmp_path / "cmp"
+    args = [PDB, "--model", str(EXAMPLES / "trpcage_trained.pt"), "--forcefield-dir", str(M3), "--out", str(out),
+            "--quiet", *extra]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert not (out / "martini" / "run.json").exists()

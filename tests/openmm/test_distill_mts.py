@@ -76,8 +76,9 @@ def test_tempering_runs_with_an_inner_model(files, tmp_path):
 @pytest.mark.parametrize("extra, message", [
     (["--outer-dt", "8"], "needs --mts"),
     (["--mts", "INNER", "--outer-dt", "6"], "whole multiple of --dt 4"),
-    (["--mts", "OTHER"], "distilled on"),
-    (["--mts", "MODEL"], "not an inner model"),
+    (["--mts", "INNER"], "needs --outer-dt"),
+    (["--mts", "OTHER", "--outer-dt", "8"], "distilled on"),
+    (["--mts", "MODEL", "--outer-dt", "8"], "not an inner model"),
 ])
 def test_bad_multiple_time_step_options_are_one_line(files, tmp_path, capsys, extra, message):
     model, inner = files
