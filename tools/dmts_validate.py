@@ -8,8 +8,8 @@ Runs two single-stepping references at 4 fs (seeds 1 and 2: their difference is 
 candidate: OUTER:INNER (fs) with the inner model, or DT alone (single stepping at DT fs), ``--replicas`` packed
 replicas each, ``--jobs`` runs at a time (each with ``--threads``); then prints, per candidate, the kinetic
 temperature check and the Jensen-Shannon divergences next to the references' own, and writes everything to
-``--json`` and the overlap figure beside it (``--json`` with ``.png``: the histograms of every run). Run again with the same arguments to continue interrupted
-runs (each resumes bitwise from its checkpoint).
+``--json`` and the overlap figure beside it (``--json`` with ``.png``: the histograms of every run). Run again
+with the same arguments to continue interrupted runs (each resumes bitwise from its checkpoint).
 """
 from __future__ import annotations
 

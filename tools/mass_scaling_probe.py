@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     context.setPositions(replica_positions_nm(mol, R))
     context.setVelocitiesToTemperature(300 * u.kelvin, args.seed)
     per, chunk, temps, t0 = n // R, max(int(args.ps * 1000 / args.dt) // 40, 1), [], time.perf_counter()
-    kb = 0.0083144626                                           # kJ/mol/K
+    kb = u.MOLAR_GAS_CONSTANT_R.value_in_unit(u.kilojoule_per_mole / u.kelvin)
     for c in range(40):
         integrator.step(chunk)
         v = context.getState(getVelocities=True).getVelocities(asNumpy=True).value_in_unit(u.nanometer / u.picosecond)

@@ -51,14 +51,10 @@ def configs(protein: str, inner: str, scale: float):
 
 
 def machine() -> dict:
-    cpu = "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    from flashschnet.openmm.benchmark.machine import cpu_model
+
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
             "commit": commit.stdout.strip() or None, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 

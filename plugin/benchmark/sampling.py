@@ -80,7 +80,7 @@ def ess_per_hour(row: Dict[str, object], key: str) -> Optional[Dict[str, object]
 def ratios(rows: List[Dict[str, object]]) -> None:
     """Set each FlashSchNet row's ``vs_martini_per_replica`` and ``vs_martini_aggregate``: its ns/day over that of
     the MARTINI 3 row (elastic network, not Go) with the same threads, in the same invocation."""
-    martini = {r["threads"]: r for r in rows if r["kind"] == "martini" and "Go" not in r["name"]}
+    martini = {r["threads"]: r for r in rows if r["kind"] == "martini" and not r["options"].get("go")}
     for r in rows:
         m = martini.get(r["threads"])
         if r["kind"] == "flashschnet" and m:
