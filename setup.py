@@ -16,7 +16,8 @@ HERE = Path(__file__).parent
 def _packages():
     """Every package under the three source folders (a folder with an ``__init__.py``), so a new sub-package
     needs no entry here; ``model/`` is ``flashschnet``, ``plugin/`` its ``openmm`` sub-package."""
-    roots = {"model": "flashschnet", "plugin": "flashschnet.openmm", "scripts": "flashschnet.scripts"}
+    roots = {"model": "flashschnet", "plugin": "flashschnet.openmm", "scripts": "flashschnet.scripts",
+             "examples": "flashschnet.examples"}
     found = []
     for folder, name in roots.items():
         for init in sorted((HERE / folder).rglob("__init__.py")):
@@ -38,12 +39,15 @@ def _requirements(name):
 #   Linux machine; the extras ``cuda12`` / ``cuda13`` add the build of the same release whose CUDA plugin
 #   matches torch's CUDA major version (a superset of the CPU build's files, same release: the files both ship
 #   come from one source, the CUDA plugin only from the CUDA build). Metadata: torch>=2.10,<2.13.
-# * openmm < 8.6: with openmm 8.6.x, deserializing a System that holds a TorchForce segfaults inside
-#   openmm-torch 1.10's TorchForceProxy::deserialize (it was compiled against OpenMM 8.5's SerializationNode):
-#   ``python tools/xml_round_trip.py`` in an environment with openmm 8.6.1 shows it (exit 1: the child crashed).
-#   openmm-ml 1.8 needs openmm >= 8.6.1, so openmm-ml stays 1.7.
+# * openmm < 8.7: 8.5.2 is the verified default (requirements.txt); 8.6.x is supported (requirements-openmm86.txt:
+#   openmm 8.6.1 + openmm-ml 1.8; CI runs a smoke subset of the suite with it). With openmm 8.6.x one thing crashes:
+#   deserializing a System that holds a TorchForce segfaults inside openmm-torch 1.10's TorchForceProxy::deserialize
+#   (acellera's build was compiled against OpenMM 8.5), which flashschnet never does; flashschnet-doctor warns about
+#   it, ``python tools/openmmtorch_xml_crash.py`` reproduces it without flashschnet (docs/install.md). 8.7: not
+#   released yet.
+# * openmm-ml < 1.9: 1.7 with openmm 8.5 (1.8 needs openmm >= 8.6.1), 1.8 with openmm 8.6.1.
 # * insane 1.2.0 imports pkg_resources, which setuptools 81 removed.
-OPENMM = "openmm>=8.5,<8.6"
+OPENMM = "openmm>=8.5,<8.7"
 OPENMMTORCH = ">=1.10,<1.11"
 #: what flashschnet-simulate, -convert, -benchmark, -train md and flashschnet.openmm.build_system need
 CORE = [
@@ -65,8 +69,8 @@ EXTRAS = {
     # figures (flashschnet-analyze, -compare, -train fit/validate), HDF5 trajectories (mdtraj via PyTables) and MBAR
     # (flashschnet-analyze's thermodynamics of a parallel-tempering run; pymbar 4's numpy solver, jax not needed)
     "analysis": ["matplotlib>=3.8", "tables>=3.11", "pymbar>=4.0.3,<5"],
-    # MLPotential("flashschnet") in OpenMM-ML (1.8 needs openmm >= 8.6.1)
-    "openmmml": ["openmmml>=1.7,<1.8"],
+    # MLPotential("flashschnet") in OpenMM-ML (1.7 with openmm 8.5; 1.8 needs openmm >= 8.6.1, which pip then keeps)
+    "openmmml": ["openmmml>=1.7,<1.9"],
     # flashschnet-simulate --workers N / --scheduler ADDRESS: blocks of walkers as Dask actors
     "cluster": ["dask>=2026.8", "distributed>=2026.8"],
     # flashschnet-backmap: FASPR packs side chains (pyfaspr compiles it with g++ when installed from its source
@@ -90,9 +94,11 @@ setup(
     license="MIT",
     license_files=["LICENSE"],
     packages=_packages(),
-    package_dir={"flashschnet": "model", "flashschnet.openmm": "plugin", "flashschnet.scripts": "scripts"},
-    # the default structure of flashschnet-benchmark (read with importlib.resources)
-    package_data={"flashschnet": ["data/*.pdb"]},
+    package_dir={"flashschnet": "model", "flashschnet.openmm": "plugin", "flashschnet.scripts": "scripts",
+                 "flashschnet.examples": "examples"},
+    # the bundled structures and models (flashschnet.examples.example_path; flashschnet-benchmark's default
+    # structure), so that they are found from any folder
+    package_data={"flashschnet.examples": ["*.pdb", "*.pt"]},
     install_requires=CORE,
     extras_require=EXTRAS,
     entry_points={

@@ -13,3 +13,5 @@ rm -rf "$out"
     --steps "${STEPS:-2000}" --replicas "${REPLICAS:-1}" --report-interval 200 --seed 2026 --threads 1 \
     --out "$out"
 echo "trajectory: $out/replica_000.dcd (topology: $out/topology.pdb), log: $out/log.csv"
+echo "next: put the flashschnet-* commands and 'import flashschnet' into this shell, then see README.md:"
+echo "  source $venv/bin/activate"

@@ -92,7 +92,7 @@ def openmmtorch_distributions() -> List[Tuple[str, str]]:
 
 def flashschnet_requirements() -> Dict[str, str]:
     """Lower-case distribution name -> the requirement the installed flashschnet declares for it (the core
-    ones, not the extras'), e.g. ``{"openmm": "openmm<8.6,>=8.5"}``; empty when flashschnet is not installed."""
+    ones, not the extras'), e.g. ``{"openmm": "openmm<8.7,>=8.5"}``; empty when flashschnet is not installed."""
     import re
     from importlib import metadata
 

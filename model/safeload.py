@@ -26,6 +26,27 @@ def _is_torchscript(path: str) -> bool:
     return any(n.endswith("/constants.pkl") for n in names) and any("/code/" in n for n in names)
 
 
+def _what_is_wrong(path: str, exc: BaseException) -> str:
+    """Why ``torch.load`` could not read ``path``, in words: torch's own messages for a file that is not a torch
+    file are unpickler internals (``KeyError: 101`` is the opcode byte of the file's first character)."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+    if not head:
+        return "the file is empty"
+    if head.startswith(b"PK"):       # torch.save's zip format, cut short or damaged
+        return "a damaged or truncated torch file; copy it again"
+    if head.startswith(b"\x80"):     # a legacy (non-zip) torch/pickle file
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"a damaged or truncated legacy torch file: {first[:120]}"
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        text = "\0"
+    if not all(c.isprintable() or c in "\t\r\n" for c in text):
+        return f"not a torch file: it begins with the bytes {head[:8].hex(' ')}"
+    return f"a text file, not a torch file: it begins {text.strip()[:40]!r}"
+
+
 def load_plain(path, what: str = "model") -> Dict[str, Any]:
     """``torch.load(path, weights_only=True)`` of a user file, with every failure turned into a one-line
     :class:`InputError` naming the file. ``what`` names the kind of file in messages ("model", "prior")."""
@@ -52,11 +73,13 @@ def load_plain(path, what: str = "model") -> Dict[str, Any]:
             ) from None
         detail = [l.strip() for l in text.split("WeightsUnpickler error:", 1)[-1].splitlines() if l.strip()
                   and not l.startswith(("Weights only load failed", "Check the documentation"))]
-        raise InputError(f"{path}: not a readable {what} file ({(detail or ['unpickling failed'])[0][:160]})") from None
+        with open(path, "rb") as f:
+            pickled = f.read(2).startswith((b"PK", b"\x80"))
+        why = (detail or ["unpickling failed"])[0][:160] if pickled else _what_is_wrong(path, exc)
+        raise InputError(f"{path}: not a readable {what} file ({why})") from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError, struct.error, KeyError, IndexError,
             TypeError, AttributeError, UnicodeDecodeError, MemoryError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{path}: not a readable {what} file (truncated or not a torch file: {first})") from None
+        raise InputError(f"{path}: not a readable {what} file ({_what_is_wrong(path, exc)})") from None
     if not isinstance(obj, dict):
         raise InputError(f"{path}: holds a {type(obj).__name__}, not a {what} dict")
     return obj

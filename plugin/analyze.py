@@ -38,7 +38,9 @@ writes the report. The series come from :mod:`flashschnet.openmm.analyze_series`
 :func:`flashschnet.openmm.dcd.read_dcd`, which ignores a partial last frame: a run killed mid-write; log.csv rows
 per temperature), the shortfalls from :mod:`flashschnet.openmm.analyze_sufficiency`, the files from
 :mod:`flashschnet.openmm.analyze_report`. Bad input raises :class:`~flashschnet.errors.InputError` (one line: the
-file and what to do).
+file and what to do); a damaged file the analysis can go on without, or past (a trajectory cut short), is a note,
+kept apart in ``report.json`` as ``input_warnings`` (:class:`~flashschnet.openmm.run_reader.RunDir`). The options
+are checked against the run as flashschnet-backmap checks them (:mod:`flashschnet.openmm.run_options`).
 """
 from __future__ import annotations
 
@@ -60,6 +62,8 @@ from .analyze_sufficiency import (MIN_CONTACT_FRAMES, MIN_FES_FRAMES, MIN_RMSF_F
 from .analyze_thermo import check_options as check_thermo_options
 from .analyze_thermo import tempering_thermo
 from . import thermo_report
+from .run_checks import check_rungs, check_size
+from .run_options import not_for_tempering, reference_residues, replica_choice
 from .run_reader import RunDir, backbone_beads, pdb_positions, read_pdb
 from .runner.directory import make_run_dir
 
@@ -110,35 +114,29 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
     """Analyse a run directory and write the report; returns the ``report.json`` content (a dict)."""
     s = settings
     run_dir = os.path.abspath(s.run_dir)
-    rd = RunDir(run_dir)
+    rd = RunDir(run_dir)                 # the one reader: its notes say what was damaged and what was done
     kind, bead, paths = rd.kind, rd.bead, rd.trajectories
     out = os.path.abspath(s.out) if s.out else os.path.join(run_dir, "analysis")
     if s.stride < 1:
         raise InputError(f"--stride must be >= 1, got {s.stride}")
     if s.temperature_K is not None and not s.temperature_K > 0:
         raise InputError(f"--temperature must be positive (K), got {s.temperature_K}")
+    cfg = rd.settings()                  # run.json: another run's or unreadable is one line; missing, a note
     ladder = rd.ladder()                 # {T_K: T<K>.dcd} of a parallel-tempering run, else None
-    if ladder is not None:
-        span = f"{len(ladder)} temperatures, {min(ladder):.1f}-{max(ladder):.1f} K"
-        if s.temperature_K is not None:
-            raise InputError(f"--temperature {s.temperature_K:g}: {run_dir} is a parallel-tempering run ({span}), "
-                             "analysed per temperature, each with its own kT; drop --temperature")
-        if s.replicas is not None:
-            raise InputError(f"--replicas: {run_dir} is a parallel-tempering run ({span}), analysed per temperature "
-                             "from its T<K>.dcd files, not per walker; drop --replicas")
-    targets, fes_temps = check_thermo_options(s.temperatures_out, s.fes_temperatures, s.bootstrap, ladder, run_dir)
+    if s.temperature_K is not None:
+        not_for_tempering("--temperature", f"{s.temperature_K:g}", rd, ladder,
+                          "it is analysed per temperature, each with its own kT")
+    if s.replicas is not None:
+        not_for_tempering("--replicas", ",".join(map(str, s.replicas)), rd, ladder,
+                          "it is analysed per temperature from its T<K>.dcd files, not per walker")
+    targets, fes_temps = check_thermo_options(s.temperatures_out, s.fes_temperatures, s.bootstrap, ladder, rd)
+    if s.replicas is not None:
+        paths = {r: paths[r] for r in replica_choice("--replicas", list(dict.fromkeys(int(r) for r in s.replicas)),
+                                                      rd, ladder)}
     existing = [n for n in REPORT_FILES if os.path.exists(os.path.join(out, n))]
     if existing and not s.force:
         raise InputError(f"{os.path.join(out, existing[0])}: a report is already there; pass --force to overwrite "
                          "it or choose another --out")
-    make_run_dir(out)                    # a read-only or unwritable --out: one line (exit 2) before the work
-    if s.replicas is not None:
-        wanted = list(dict.fromkeys(int(r) for r in s.replicas))
-        absent = [r for r in wanted if r not in paths]
-        if absent:
-            raise InputError(f"{run_dir}: no replica {absent[0]} (it has {','.join(map(str, paths))}); "
-                             "choose --replicas among those")
-        paths = {r: paths[r] for r in wanted}
 
     topo_path = rd.topology_path
     topo = rd.topology()
@@ -147,7 +145,7 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
         raise InputError(f"{topo_path}: {len(bb)} {bead} beads; the analysis needs one {bead} bead per residue "
                          f"(at least 3) as {rd.command} writes them")
 
-    # reference structure: the run's start, or the user's PDB
+    # reference structure: the run's start, or the user's PDB (of the same protein)
     notes: List[str] = []
     ref_path = os.path.abspath(s.reference) if s.reference else topo_path
     ref_pdb = topo if not s.reference else read_pdb(ref_path)
@@ -156,22 +154,29 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
     if len(ref_idx) == 0 and bead == "BB":
         ref_idx, ref_name = backbone_beads(ref_pdb.topology, "CA"), "CA"
         notes.append(f"the reference {os.path.basename(ref_path)} has no BB beads: its CA atoms stand in for them")
-    if len(ref_idx) != len(bb):
-        raise InputError(f"{ref_path}: {len(ref_idx)} {ref_name} atoms but the run has {len(bb)} residues ({bead} "
-                         "beads); give the structure the run was started from")
+    residue_names = [topo.topology.atom(int(i)).residue.name for i in bb]
+    reference_residues(topo_path, residue_names, ref_path,
+                       [ref_pdb.topology.atom(int(i)).residue.name for i in ref_idx],
+                       f"give a structure of the run's protein with one {ref_name} per residue (e.g. its "
+                       "cleaned.pdb)")
     ref = pdb_positions(ref_pdb, ref_idx)
     residues = [f"{res.name}{res.resSeq}" for res in (topo.topology.atom(int(i)).residue for i in bb)]
+    rd.checkpoint()                      # what the trajectories and the log are checked against (notes)
+    if ladder is not None:
+        check_size(rd, "exchanges.csv")
+        check_rungs(rd, ladder, "delete it and write it again from the walkers' trajectories with "
+                                f"flashschnet-simulate --resume --out {run_dir}")
+    make_run_dir(out)                    # a read-only or unwritable --out: one line (exit 2) before the work
 
-    try:
-        cfg = rd.run_json() or {}
-    except (OSError, ValueError) as exc:
-        notes.append(f"run.json is unreadable ({exc}); settings taken from the trajectory headers")
-        cfg = {}
     if ladder is not None:               # each temperature its own kT; run.json's temperature_K is not one of them
         temperature, t_source = None, ("run.json (temperatures)" if cfg.get("temperatures")
                                        else "the T<K>.dcd file names (to 0.1 K)")
     elif s.temperature_K is not None:
         temperature, t_source = float(s.temperature_K), "--temperature"
+        ran = cfg.get("temperature_K")
+        if isinstance(ran, (int, float)) and abs(float(ran) - temperature) > 1e-9:
+            notes.append(f"--temperature {temperature:g}: the run ran at {float(ran):g} K (run.json); F(RMSD, Rg) "
+                         f"uses kT at {temperature:g} K of frames sampled at {float(ran):g} K, as asked")
     elif isinstance(cfg.get("temperature_K"), (int, float)):
         temperature, t_source = float(cfg["temperature_K"]), "run.json"
     else:
@@ -182,8 +187,8 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
 
     # trajectories: one per replica, or per temperature (T<K>.dcd) of a parallel-tempering run
     pairs = native_contacts(ref, CONTACT_CUTOFF_NM, CONTACT_MIN_SEPARATION)
-    records, pooled, intervals = trajectory_series(units, ladder is not None, topo.n_atoms, topo_path, bb, ref, pairs,
-                                                   cfg, s.stride, notes, progress)
+    records, pooled, intervals = trajectory_series(rd, units, ladder is not None, bb, ref, pairs, cfg, s.stride, notes,
+                                                   progress)
     if not pooled:
         raise InputError(f"{run_dir}: no T<K>.dcd file has a frame; the run wrote no trajectory frame (run more "
                          "steps than --report-interval)")
@@ -219,7 +224,7 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
         }
         # across temperatures: MBAR thermodynamics (thermo.csv) and the walkers' mixing (exchange_diagnostics.json)
         thermo, exchange, warnings = tempering_thermo(run_dir, records, list(ladder), cfg, targets, fes_temps,
-                                                      s.bootstrap, s.bins, notes)
+                                                      s.bootstrap, s.bins, notes, rd.notes)
         result.update({"thermo": thermo, "exchange": exchange, "warnings": warnings})
         result["files"] += thermo_report.files(result)
     else:
@@ -244,6 +249,9 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
                     "free_energy_kJ_mol": fes},
             "notes": notes, "too_little_data": shortfalls, "files": list(REPORT_FILES + FIGURES),
         }
+    # what the run directory's files lacked (RunDir's notes) first, and apart: report.json's input_warnings
+    result["input_warnings"] = list(rd.notes)
+    result["notes"] = list(rd.notes) + [n for n in notes if n not in rd.notes]
     # all files or none: a full disk leaves no truncated figure and keeps a previous report whole (OutputError)
     with staged_files(out, what="writing the analysis report") as stage:
         plot_report(result, stage)

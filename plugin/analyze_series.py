@@ -20,28 +20,26 @@ import numpy as np
 
 from ..errors import InputError
 from .observables import MOLAR_GAS_CONSTANT_KJ_MOL_K, fraction_native_contacts, kabsch_align, radius_of_gyration, rmsf
-from .dcd import read_dcd, read_header
 from .run_reader import RunDir, step_fs
 
 #: a log row's thermostat temperature is its rung's when within this (K): rung names are 0.1 K apart at least
 RUNG_MATCH_K = 0.051
 
 
-def trajectory_series(units: Sequence[Tuple[object, str]], tempering: bool, n_atoms: int, topology_path: str,
-                      backbone: np.ndarray, ref: np.ndarray, pairs: np.ndarray, cfg: Dict[str, object], stride: int,
-                      notes: List[str], progress: bool = True) -> Tuple[List[Dict[str, object]], List[np.ndarray],
-                                                                        List[int]]:
+def trajectory_series(rd: RunDir, units: Sequence[Tuple[object, str]], tempering: bool, backbone: np.ndarray,
+                      ref: np.ndarray, pairs: np.ndarray, cfg: Dict[str, object], stride: int, notes: List[str],
+                      progress: bool = True) -> Tuple[List[Dict[str, object]], List[np.ndarray], List[int]]:
     """Each trajectory's backbone frames and their RMSD, Rg, Q and RMSF.
 
     Parameters
     ----------
+    rd : RunDir
+        The run: its reader (:meth:`RunDir.frames`: the complete, undamaged frames; what it leaves out is noted).
     units : list of (replica, path) or (temperature in K, path)
         The trajectories: one per replica, or the ``T<K>.dcd`` of each temperature (``tempering``).
     tempering : bool
         A parallel-tempering run: a temperature without a frame is left out (noted) and each record gets its
         ``kT_kJ_mol``; else a trajectory without a frame is an error.
-    n_atoms : int
-        Atoms of ``topology_path`` (every frame must have as many).
     backbone : array of int
         The backbone bead of each residue (indices into a frame).
     ref : array (n_residues, 3)
@@ -67,13 +65,14 @@ def trajectory_series(units: Sequence[Tuple[object, str]], tempering: bool, n_at
 
     unit_key = "replica" if not tempering else "temperature_K"
     records, pooled, intervals = [], [], []
+    n_atoms = rd.topology().n_atoms
     for r, path in tqdm(units, desc="reading trajectories", unit="replica" if not tempering else "temperature",
                         disable=not progress, leave=False):
-        info = read_header(path)
+        info = rd.header(path)
         if info.atoms != n_atoms:
-            raise InputError(f"{path}: {info.atoms} atoms per frame but {topology_path} has {n_atoms}; they are "
-                             "not from the same run (analyse the directory the run wrote, unmodified)")
-        xyz = read_dcd(path, backbone)
+            raise InputError(f"{path}: {info.atoms} atoms per frame but {rd.topology_path} has {n_atoms}; they are "
+                             "not from the same run (restore the files the run wrote)")
+        xyz = rd.frames(path, backbone)
         if len(xyz) == 0 and tempering:
             notes.append(f"{os.path.basename(path)}: no frame (its walker was dropped before the first report?); "
                          f"{r:.1f} K is left out")
@@ -81,9 +80,6 @@ def trajectory_series(units: Sequence[Tuple[object, str]], tempering: bool, n_at
         if len(xyz) == 0:
             raise InputError(f"{path}: no complete frame; the run wrote no trajectory frame yet (run more steps "
                              "than --report-interval, or analyse after it has written some)")
-        if len(xyz) < info.frames:
-            notes.append(f"{os.path.basename(path)}: the header announces {info.frames} frames, {len(xyz)} are "
-                         "complete (a run cut short); the complete ones are used")
         steps = info.first_step + info.interval * np.arange(len(xyz))
         frames = xyz[::stride]
         steps = steps[::stride]
@@ -120,8 +116,7 @@ def log_series(rd: RunDir, records: List[Dict[str, object]], replicas: Sequence[
         ``{replica: log columns}`` for the analysed ``replicas`` (None without a log.csv), or for a tempering
         run ``{T_K: columns}`` (:func:`_rung_logs`).
     """
-    log = rd.read_log(echo=lambda m: notes.append(m.removeprefix("note: ")),
-                      extra=("thermostat_K",) if tempering else ())
+    log = rd.read_log(extra=("thermostat_K",) if tempering else ())
     if tempering:
         log = _rung_logs(rd, log, [rec["temperature_K"] for rec in records], notes)
         for rec in records:
@@ -138,8 +133,6 @@ def log_series(rd: RunDir, records: List[Dict[str, object]], replicas: Sequence[
         log = {r: v for r, v in log.items() if r in replicas}
         if not log:
             notes.append("log.csv has no rows for the analysed replicas: no energy/temperature traces")
-    else:
-        notes.append("no log.csv in the run directory: no energy/temperature traces")
     return log
 
 
@@ -157,8 +150,7 @@ def _rung_logs(rd: RunDir, log: Optional[Dict[int, Dict[str, np.ndarray]]], temp
     dict {T_K: {"step", "time_ps", "potential_energy_kJ_mol", "temperature_K", "walker"}}
         Arrays in step order, for the temperatures in ``temps`` that have rows.
     """
-    if log is None:
-        notes.append("no log.csv in the run directory: no energy/temperature traces")
+    if log is None:                       # (RunDir notes the missing file)
         return {}
     temps = np.asarray(temps, dtype=float)
     rows: Dict[float, list] = {}

@@ -13,19 +13,29 @@ spaced temperatures, or a comma-separated list; default the ladder) inside the l
 ``--fes-temperatures`` (a list, default the lowest and highest output temperatures) and ``--bootstrap`` (resamplings
 for the melting temperatures' uncertainties, default :data:`DEFAULT_BOOTSTRAP`). Each is refused (one line, exit 2)
 for a run that is not parallel tempering. The files are written by :mod:`flashschnet.openmm.thermo_report`.
+
+Too little data (:func:`flashschnet.openmm.analyze_sufficiency.mbar_sufficiency`, docs/analysis.md "Too little
+data for MBAR"): fewer uncorrelated samples per rung, round trips per walker or neighbour overlap than its thresholds
+get a warning each, the melting temperatures are withheld (None, with the reason) and the table and reweighted
+surfaces are marked unreliable; a reweighted surface from fewer effective frames than ``MIN_FES_FRAMES`` too.
 """
 from __future__ import annotations
 
 import importlib.util
 import math
 import os
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..errors import InputError
+from .analyze_sufficiency import MIN_FES_FRAMES, NO_ROUND_TRIP, mbar_sufficiency
 from .ensemble.ladder import split_temperatures
+from .run_options import tempering_only
 from .run_reader import step_fs
+
+if TYPE_CHECKING:
+    from .run_reader import RunDir
 
 DEFAULT_BOOTSTRAP = 100
 #: a temperature list may hold at most this many temperatures (a 1000-row table is already more than a figure shows)
@@ -58,9 +68,10 @@ def parse_temperature_list(text: str, option: str) -> List[float]:
 
 
 def check_options(temperatures_out: Optional[str], fes_temperatures: Optional[str], bootstrap: Optional[int],
-                  ladder: Optional[Dict[float, str]], run_dir: str) -> Tuple[Optional[List[float]],
-                                                                              Optional[List[float]]]:
-    """The thermodynamics options (module docstring), parsed and checked against the run's ladder.
+                  ladder: Optional[Dict[float, str]], rd: "RunDir") -> Tuple[Optional[List[float]],
+                                                                          Optional[List[float]]]:
+    """The thermodynamics options (module docstring), parsed and checked against the run's ladder (``rd``: the
+    run, :class:`~flashschnet.openmm.run_reader.RunDir`).
 
     Returns
     -------
@@ -69,10 +80,9 @@ def check_options(temperatures_out: Optional[str], fes_temperatures: Optional[st
     """
     given = [o for o, v in (("--temperatures-out", temperatures_out), ("--fes-temperatures", fes_temperatures),
                             ("--bootstrap", bootstrap)) if v is not None]
+    tempering_only(given, rd, ladder, "thermodynamics across temperatures (MBAR) needs a run of flashschnet-simulate "
+                   "--temperatures")
     if ladder is None:
-        if given:
-            raise InputError(f"{given[0]}: {run_dir} is not a parallel-tempering run; thermodynamics across "
-                             "temperatures (MBAR) needs a run of flashschnet-simulate --temperatures")
         return None, None
     if bootstrap is not None and bootstrap < 0:
         raise InputError(f"--bootstrap must be >= 0, got {bootstrap}")
@@ -117,14 +127,17 @@ def rung_samples(records: Sequence[Dict[str, object]], notes: List[str]):
 
 def tempering_thermo(run_dir: str, records: Sequence[Dict[str, object]], ladder: Sequence[float],
                      cfg: Dict[str, object], targets: Optional[List[float]], fes_temps: Optional[List[float]],
-                     bootstrap: Optional[int], bins: Optional[int],
-                     notes: List[str]) -> Tuple[Optional[Dict[str, object]], Optional[Dict[str, object]], List[str]]:
+                     bootstrap: Optional[int], bins: Optional[int], notes: List[str],
+                     damage: Optional[List[str]] = None) -> Tuple[Optional[Dict[str, object]],
+                                                                  Optional[Dict[str, object]], List[str]]:
     """MBAR thermodynamics and the mixing diagnostics of a tempering run.
 
     Returns
     -------
     thermo : dict or None
-        ``method``, ``states``, ``table`` (columns of thermo.csv), ``melting``, ``fes`` (a list of surfaces);
+        ``method``, ``states``, ``table`` (columns of thermo.csv), ``melting``, ``fes`` (a list of surfaces, each
+        ``reliable`` or not), ``sufficiency`` (:func:`~flashschnet.openmm.analyze_sufficiency.mbar_sufficiency`
+        less its warnings: below its thresholds ``melting``'s temperatures are None and ``withheld`` says why);
         None when fewer than two rungs have frames with energies (noted; an error when ``targets`` or
         ``fes_temps`` were asked for).
     exchange : dict or None
@@ -141,11 +154,13 @@ def tempering_thermo(run_dir: str, records: Sequence[Dict[str, object]], ladder:
     dt_ps = step_fs(cfg) * 1e-3 if step_fs(cfg) is not None else None
     exchange = None
     if os.path.isfile(os.path.join(run_dir, "exchanges.csv")):
-        exchange = diagnostics(run_dir, ladder, dt_ps)
-        warnings += exchange["warnings"]
-        notes += exchange["notes"]
+        exchange = diagnostics(run_dir, ladder, dt_ps, damage)
+        if exchange is not None:
+            warnings += exchange["warnings"]
+            notes += exchange["notes"]
     else:
-        notes.append("no exchanges.csv: no mixing diagnostics (acceptance, occupancy, round trips)")
+        (notes if damage is None else damage).append("exchanges.csv: missing; no mixing diagnostics (acceptance, "
+                                                     "occupancy, round trips)")
 
     temps, energies, obs = rung_samples(records, notes)
     if len(temps) < 2:
@@ -169,18 +184,35 @@ def tempering_thermo(run_dir: str, records: Sequence[Dict[str, object]], ladder:
                         f"than {MIN_DECORRELATE} frames, too few to estimate the equilibration and correlation "
                         "time: every frame is used as an independent sample, so the uncertainties are "
                         "underestimated; run longer")
+    # enough data for MBAR's figures to be trusted (analyze_sufficiency: samples, round trips, overlap)?
+    enough = mbar_sufficiency(fit.states, fit.neighbour_overlap(), exchange)
+    if "round_trips" in enough["failed"]:           # its own line says it, with the threshold: not twice
+        warnings = [w for w in warnings if not w.startswith(NO_ROUND_TRIP)]
+    warnings += enough.pop("warnings")
     melting = None
-    if len(t_out) >= 3:
+    if len(t_out) < 3:
+        notes.append("fewer than 3 output temperatures (--temperatures-out): no melting temperature")
+    elif not enough["sufficient"]:                  # withheld, not computed: no number to mistake for a result
+        melting = {"heat_capacity_peak_K": None, "heat_capacity_peak_err_K": None, "q_half_K": None,
+                   "q_half_err_K": None, "range_K": [float(t_out.min()), float(t_out.max())],
+                   "bootstrap_replicates": 0, "withheld": enough["reason"]}
+    else:
         melting = fit.melting(float(t_out.min()), float(t_out.max()),
                               DEFAULT_BOOTSTRAP if bootstrap is None else int(bootstrap))
-    else:
-        notes.append("fewer than 3 output temperatures (--temperatures-out): no melting temperature")
     fes_list = fes_temps if fes_temps is not None else sorted({float(t_out.min()), float(t_out.max())})
     fit.check_targets(fes_list, "--fes-temperatures")
     n_bins = int(bins) if bins else int(np.clip(round(math.sqrt(int(fit.n_frames_k.sum()))), 5, 50))
     fes = [fit.free_energy_surface(t, x, "rg_nm", n_bins) for t in fes_list for x in ("Q", "rmsd_nm")]
+    thin = sorted({s["temperature_K"] for s in fes if s["effective_frames"] < MIN_FES_FRAMES})
+    for s in fes:
+        s["reliable"] = bool(enough["sufficient"] and s["effective_frames"] >= MIN_FES_FRAMES)
+    if thin:
+        fewest = min(s["effective_frames"] for s in fes)
+        warnings.append("reweighted F(Q, Rg), F(RMSD, Rg) at " + ", ".join(f"{t:.1f}" for t in thin) + " K from "
+                        f"{fewest:.0f} effective frames (the fewest), fewer than the {MIN_FES_FRAMES} a surface "
+                        "needs (docs/analysis.md, \"Too little data\"): marked unreliable; run longer")
     thermo = {"method": "MBAR (pymbar 4) over every temperature's uncorrelated samples (pymbar.timeseries: "
                         "equilibration detected and dropped, then every g-th frame)",
               "states": fit.states, "temperatures_out_K": t_out, "table": table, "melting": melting,
-              "fes": fes, "bins": n_bins}
+              "fes": fes, "bins": n_bins, "sufficiency": enough}
     return thermo, exchange, warnings

@@ -26,14 +26,16 @@ import json
 import math
 import os
 from dataclasses import asdict, dataclass
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..errors import InputError
 from .observables import native_dssp, structure_metrics
 from .cleaning import CLEANED_NAME, clean_pdb
-from .run_reader import RunDir, backbone_beads, interval_walls, pdb_positions, read_log, read_pdb, step_fs
+from .run_options import reference_residues
+from .run_reader import (RunDir, backbone_beads, interval_walls, pdb_positions, read_log, read_pdb, step_fs,
+                         whole_pdb)
 from . import sampling_report
 from .sampling import sampling_efficiency
 
@@ -76,12 +78,13 @@ class CompareSettings:
         return interval * max(total // interval, 1), interval
 
 
-def log_speed(log_csv: str, dt_fs: float,
+def log_speed(log_csv, dt_fs: float,
               echo: Callable[[str], None] = print) -> Tuple[Dict[str, float], Dict[int, float]]:
-    """Speed of a run from its ``log.csv``: simulated ns over wall-clock days summed over the report intervals
-    (each row's ns_per_day covers the interval before it), and the wall seconds of each interval by the step that
-    ends it (:func:`~flashschnet.openmm.run_reader.interval_walls`)."""
-    log = read_log(log_csv, echo, extra=("ns_per_day",))
+    """Speed of a run from its ``log.csv`` (a path, or its rows as :func:`read_log` returns them with
+    ``extra=("ns_per_day",)``): simulated ns over wall-clock days summed over the report intervals (each row's
+    ns_per_day covers the interval before it), and the wall seconds of each interval by the step that ends it
+    (:func:`~flashschnet.openmm.run_reader.interval_walls`)."""
+    log = read_log(log_csv, echo, extra=("ns_per_day",)) if isinstance(log_csv, str) else log_csv
     walls = interval_walls(log, dt_fs)
     steps = sorted({int(s) for cols in log.values() for s in cols["step"]})
     previous = dict(zip(steps, [0] + steps[:-1]))
@@ -90,33 +93,68 @@ def log_speed(log_csv: str, dt_fs: float,
     return {"ns_per_day": ns / days if days > 0 else float("nan"), "steps": steps[-1] if steps else 0}, walls
 
 
+def _read_run(run_dir: str, what: str, keys=("dt_fs", "report_interval")):
+    """The run in ``run_dir`` (:class:`RunDir`: damaged files are one line, or a note and the part that is whole),
+    its run.json (required, with ``keys``: the step, the frame spacing, ...) and log rows (required: the speed)."""
+    rd = RunDir(run_dir)
+    cfg = rd.settings(required=True)
+    for key in keys:
+        if not isinstance(cfg.get(key), (int, float)) or isinstance(cfg.get(key), bool):
+            raise InputError(f"{rd.file('run.json')}: no {key}; restore the run.json {what} wrote")
+    rd.checkpoint()
+    log = rd.read_log(extra=("ns_per_day",))
+    if not log:
+        raise InputError(f"{rd.log_path}: {'missing' if log is None else 'no rows'}; the speed comes from it: restore "
+                         f"the log.csv {what} wrote")
+    return rd, cfg, log
+
+
+def _stacked(rd: RunDir, atoms) -> np.ndarray:
+    """Every replica's frames [R, T, N, 3], cut to the shortest trajectory (noted) so that they stack."""
+    frames = [rd.frames(r, atoms) for r in rd.trajectories]
+    shortest = min(len(f) for f in frames)
+    if shortest == 0:
+        empty = next(r for r, f in zip(rd.trajectories, frames) if not len(f))
+        raise InputError(f"{rd.trajectories[empty]}: no complete frame; restore the trajectory the run wrote")
+    if any(len(f) > shortest for f in frames):
+        rd.note(f"{os.path.basename(rd.path)}: the trajectories hold different numbers of frames; the first {shortest} "
+                "of each are compared")
+    return np.stack([f[:shortest] for f in frames])
+
+
 def analyse_martini(run_dir: str) -> Dict[str, object]:
     """The MARTINI run: BB frames against martinize2's mapping of the PDB (``system/cg.pdb``)."""
-    rd = RunDir(run_dir)
-    cg = read_pdb(rd.file(os.path.join("system", "cg.pdb")))
-    native = pdb_positions(cg, backbone_beads(cg.topology, "BB"))
-    cfg = rd.run_json()
-    speed, walls = log_speed(rd.log_path, cfg["dt_fs"])
-    return {"frames": rd.frames(0, rd.backbone())[None], "native": native, "dt_fs": cfg["dt_fs"],
+    rd, cfg, log = _read_run(run_dir, "flashschnet-martini", ("dt_fs", "report_interval", "salt_molar"))
+    whole_pdb(rd.file(os.path.join("system", "cg.pdb")), "restore the cg.pdb martinize2 wrote")
+    cg_path = rd.file(os.path.join("system", "cg.pdb"))
+    cg = read_pdb(cg_path)
+    bb, topo = backbone_beads(cg.topology, "BB"), rd.topology()
+    reference_residues(rd.topology_path, [topo.topology.atom(int(i)).residue.name for i in rd.backbone()], cg_path,
+                       [cg.topology.atom(int(i)).residue.name for i in bb], "restore the cg.pdb martinize2 wrote")
+    native = pdb_positions(cg, bb)
+    frames = _stacked(rd, rd.backbone())
+    speed, walls = log_speed(log, cfg["dt_fs"])
+    return {"frames": frames, "native": native, "dt_fs": cfg["dt_fs"],
             "interval": cfg["report_interval"], "first_step": rd.header(0).first_step, "replicas": 1,
             "particles": rd.topology().n_atoms,
-            "protein_beads": cg.n_atoms, "salt_molar": cfg["salt_molar"], "go": bool(cfg.get("go", False)),
-            "elastic": bool(cfg.get("elastic", True)), "speed": speed, "walls": walls}
+            "protein_beads": cg.n_atoms, "salt_molar": cfg["salt_molar"],
+            "go": bool(cfg.get("go", False)), "elastic": bool(cfg.get("elastic", True)), "speed": speed,
+            "walls": walls, "input_warnings": rd.notes}
 
 
 def analyse_flashschnet(run_dir: str) -> Dict[str, object]:
     """The FlashSchNet run: CA frames of every replica against the CG topology's native positions."""
-    rd = RunDir(run_dir)
+    rd, cfg, log = _read_run(run_dir, "flashschnet-simulate")
     ca = rd.backbone()
-    frames = np.stack([rd.frames(r, ca) for r in rd.trajectories])           # [R, T, N, 3]
-    cfg = rd.run_json()
+    frames = _stacked(rd, ca)                                               # [R, T, N, 3]
     n = rd.topology().n_atoms
-    speed, walls = log_speed(rd.log_path, step_fs(cfg))
+    speed, walls = log_speed(log, step_fs(cfg))
     return {"frames": frames, "native": pdb_positions(rd.topology(), ca), "dt_fs": step_fs(cfg),
             "inner_dt_fs": cfg["dt_fs"] if cfg.get("mts") else None,
             "interval": cfg["report_interval"], "first_step": rd.header(next(iter(rd.trajectories))).first_step,
             "replicas": len(rd.trajectories), "particles": n,
-            "protein_beads": n, "network": network_path(cfg), "speed": speed, "walls": walls}
+            "protein_beads": n, "network": network_path(cfg), "speed": speed, "walls": walls,
+            "input_warnings": rd.notes}
 
 
 def network_path(cfg: Dict[str, object]) -> str:
@@ -281,9 +319,25 @@ def same_structure(paths: Dict[str, str], echo: Callable[[str], None] = print) -
     return {"same": same, "sha256": digests}
 
 
+def cleaned_structures(paths: Dict[str, str], out: str) -> list:
+    """The runs' ``cleaned.pdb`` files, read whole (damaged: one line); one line each (for input_warnings) naming
+    those missing (run directories from before the cleaning step)."""
+    missing = []
+    for p in paths.values():
+        if not os.path.isfile(p):
+            missing.append(f"{os.path.relpath(p, out)}: missing (a run directory from before the cleaning step?); "
+                           "the structures the two runs read are not compared")
+            continue
+        whole_pdb(p, "restore the cleaned.pdb the run wrote")
+        read_pdb(p)
+    return missing
+
+
 def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
-            echo: Callable[[str], None] = print) -> Dict[str, object]:
-    """Run (unless ``analyse_only``) both simulations and write the report; returns the result dict."""
+            echo: Callable[[str], None] = print, given: Sequence[str] = ()) -> Dict[str, object]:
+    """Run (unless ``analyse_only``) both simulations and write the report; returns the result dict. ``given``:
+    the options on the command line (``--analyse-only`` checks those that set a run up against the runs:
+    :mod:`~flashschnet.openmm.compare_options`)."""
     s = settings
     from .runner import run_dir
 
@@ -291,9 +345,12 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
     dirs = {"martini": os.path.join(out, "martini"), "flashschnet": os.path.join(out, "flashschnet")}
     if s.analyse_only:
         for d in dirs.values():
-            if not os.path.exists(os.path.join(d, "log.csv")):
+            if not os.path.isdir(d) or not os.listdir(d):
                 raise InputError(f"{d}: no run to analyse; run without --analyse-only first")
+        from .compare_options import check_analyse_only
         from .runner import make_run_dir
+
+        check_analyse_only(s, given, dirs, echo, MARTINI_DT_FS)
 
         make_run_dir(out)                  # the report goes there: a read-only --out is one line (exit 2) now
     else:
@@ -342,18 +399,24 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
                                  "platform": s.platform, "settings": asdict(s)}
     structures = {"martini": os.path.join(dirs["martini"], "system", CLEANED_NAME),
                   "flashschnet": os.path.join(dirs["flashschnet"], CLEANED_NAME)}
-    result["structures"] = same_structure(structures, echo)
+    result["input_warnings"] = cleaned_structures(structures, out)
+    result["structures"] = same_structure(structures, lambda line: result["input_warnings"].append(
+        line.removeprefix("note: ")))
+    for line in result["input_warnings"]:
+        echo(f"note: {line}")
     native = structures["flashschnet"] if os.path.isfile(structures["flashschnet"]) else s.pdb
     try:
         ss = native_dssp(native)
     except Exception as exc:            # mdtraj cannot read every PDB our mapping reads: report without SS
-        echo(f"note: no DSSP of {s.pdb} ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
+        echo(f"note: no DSSP of {native} ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
              "secondary-structure retention is not reported")
         ss = None
     result["ss_native"] = ss
     unclocked = []
     for name, analyse in (("martini", analyse_martini), ("flashschnet", analyse_flashschnet)):
         run_data = analyse(dirs[name])
+        for line in run_data["input_warnings"]:
+            echo(f"note: {name}/{line}")
         run_data["summary"] = summarise(run_data, ss)
         if ss is not None and run_data["summary"]["ss_native"] is None:
             echo(f"note: {name}: {len(run_data['native'])} residues but DSSP has {len(ss)}; no secondary-structure retention")

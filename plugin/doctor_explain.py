@@ -5,6 +5,8 @@
   driver missing, a library of the platform missing, an ABI mismatch (undefined symbol, ``GLIBCXX_...`` not
   found), openmm-torch loaded before torch, a platform library that did not load dragging its dependents;
 * :func:`explain_error`: a hint for an error of a force check (Context creation or evaluation);
+* :func:`known_xml_crash` / :func:`xml_crash_warning`: the one known crash of a supported set (openmm 8.6 with
+  acellera's openmm-torch 1.10: reading back the XML of a System that holds a TorchForce) and its warning line;
 * :class:`Env`: what the explanations depend on (versions, installed builds, the NVIDIA driver).
 
 Text in, text out: this module runs no check and imports no OpenMM (the checks are
@@ -42,6 +44,7 @@ class Env:
     platform_packages: List[Tuple[str, str]] = field(default_factory=list)  # openmm-cuda-13 etc.
     driver: bool = False                                                     # libcuda.so.1 loads
     requirements: Dict[str, str] = field(default_factory=dict)              # what flashschnet requires
+    openmmml_version: Optional[str] = None
 
     @classmethod
     def current(cls, info: Optional[Dict[str, Any]] = None) -> "Env":
@@ -50,7 +53,8 @@ class Env:
                    openmm_version=info.get("openmm"),
                    openmmtorch=[(d["name"], d["version"]) for d in info.get("openmmtorch_distributions", [])],
                    platform_packages=[(d["name"], d["version"]) for d in info.get("openmm_platform_packages", [])],
-                   driver=bool(info.get("nvidia_driver")), requirements=flashschnet_requirements())
+                   driver=bool(info.get("nvidia_driver")), requirements=flashschnet_requirements(),
+                   openmmml_version=info.get("openmmml"))
 
 
 # -- explanations ------------------------------------------------------------------------------------------
@@ -218,3 +222,43 @@ def explain_error(message: str, env: Optional[Env] = None) -> str:
         return (f"openmm {env.openmm_version} has no PythonForce: pip install "
                 f"'{env.requirements.get('openmm', 'openmm')}'")
     return ""
+
+
+# -- the known XML crash of openmm 8.6 + openmm-torch 1.10 -------------------------------------------------
+
+#: the OpenMM release line from which acellera's openmm-torch 1.10 (compiled against OpenMM 8.5) crashes in
+#: ``TorchForceProxy::deserialize``: OpenMM 8.6 changed ``SerializationNode``'s ABI (``getStringProperty`` returns by
+#: value instead of by const reference; a return type is not part of a mangled name, so the plugin still links)
+XML_CRASH_OPENMM = (8, 6)
+#: the openmm-torch release line of those builds
+XML_CRASH_OPENMMTORCH = (1, 10)
+#: the verified set, which reads such XML back
+VERIFIED_OPENMM, VERIFIED_OPENMMML = "8.5.2", "1.7"
+
+
+def _release(version: Optional[str]) -> Tuple[int, ...]:
+    """(8, 6, 1) for "8.6.1", (1, 10) for "1.10.post1"; () when unreadable."""
+    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", version or "")
+    return tuple(int(x) for x in m.group(1).split(".")) if m else ()
+
+
+def known_xml_crash(env: Env) -> Optional[Tuple[str, str]]:
+    """The openmm-torch build (name, version) of ``env`` that crashes when a System holding a TorchForce is read back
+    from XML with ``env``'s openmm (openmm >= 8.6 with acellera's openmm-torch 1.10), else None. Versions only:
+    nothing is run."""
+    if _release(env.openmm_version)[:2] < XML_CRASH_OPENMM:
+        return None
+    return next(((n, v) for n, v in env.openmmtorch
+                 if n.lower().startswith("acellera-openmmtorch") and _release(v)[:2] == XML_CRASH_OPENMMTORCH), None)
+
+
+def xml_crash_warning(env: Env, problem: Optional[str] = None) -> str:
+    """The doctor's line for :func:`known_xml_crash` (``problem``: what the probe process died of)."""
+    tdist, tver = known_xml_crash(env) or torch_build(env)
+    seen = f" (the probe process {problem})" if problem else ""
+    ml = f" 'openmmml=={VERIFIED_OPENMMML}'" if env.openmmml_version else ""
+    return (f"WARNING: reading the XML back crashes{seen}: known with openmm {env.openmm_version or '?'} and {tdist} "
+            f"{tver} (built against OpenMM 8.5; OpenMM 8.6 changed SerializationNode's ABI). flashschnet never does "
+            f"it: its commands are not affected. In your own code do not XmlSerializer.deserialize or .clone, pickle "
+            f"or copy a System holding a TorchForce (writing its XML, State XML and checkpoints work); to do that, use "
+            f"the verified set: pip install 'openmm=={VERIFIED_OPENMM}'{ml} (docs/install.md)")

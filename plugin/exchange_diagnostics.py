@@ -16,6 +16,7 @@ last) is an :class:`~flashschnet.errors.InputError`; a partial last row (a run c
 from __future__ import annotations
 
 import csv
+import io
 import os
 from typing import Dict, List, Optional, Sequence
 
@@ -38,17 +39,33 @@ def _number(text: str):
         return float(text)
 
 
-def _table(path: str, columns: Sequence[str]) -> List[List[int]]:
+def _table(path: str, columns: Sequence[str], notes: Optional[List[str]] = None) -> Optional[List[List[int]]]:
     """The rows of a CSV file whose header starts with ``columns``, as numbers (int where a field is an integer,
-    else float); a partial last row is dropped, any other unreadable row is an :class:`InputError`."""
+    else float); a partial last row (what follows the last line end: a run cut short) is dropped, with a line in
+    ``notes``; with ``notes``, a file without a whole line (empty, cut inside its header) is None with a line there
+    too; any other unreadable row, or a file of other columns, is an :class:`InputError`."""
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = [r for r in csv.reader(f) if r]
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8")
+        rows = [r for r in csv.reader(io.StringIO(text, newline="")) if r]
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(f"{path}: unreadable ({exc}); it should be the file the parallel-tempering run wrote") from None
-    if not rows or [h.strip() for h in rows[0][:len(columns)]] != list(columns):
-        raise InputError(f"{path}: the header is not {','.join(columns)}; it should be the file the "
-                         "parallel-tempering run wrote")
+        raise InputError(f"{path}: unreadable ({exc}); it should be the file the parallel-tempering run "
+                         "wrote") from None
+    cut = bool(rows) and not text.endswith(("\n", "\r"))
+    if cut and len(rows) > 1:
+        rows = rows[:-1]
+        if notes is not None:
+            notes.append(f"{os.path.basename(path)}: the last row (line {len(rows) + 1}) is incomplete (cut short); it "
+                         "is left out, the rows before it are used")
+    if (not rows or cut and len(rows) == 1) and notes is not None:
+        notes.append(f"{os.path.basename(path)}: {'empty' if not rows else 'cut short inside its header'}; it has no "
+                     "rows")
+        return None
+    if not rows or cut and len(rows) == 1 or [h.strip() for h in rows[0][:len(columns)]] != list(columns):
+        raise InputError(f"{path}: " + ("empty" if not rows else "cut short inside its header" if cut else
+                                        f"the header is not {','.join(columns)}")
+                         + "; it should be the file the parallel-tempering run wrote: restore it, or move it away to "
+                           "go on without it")
     out = []
     for n, r in enumerate(rows[1:], 2):
         try:
@@ -56,14 +73,18 @@ def _table(path: str, columns: Sequence[str]) -> List[List[int]]:
                 raise ValueError
             out.append([_number(v) for v in r])
         except ValueError:
-            if n == len(rows):
-                break                      # a run cut short mid-row
-            raise InputError(f"{path}, line {n}: unreadable row {','.join(r)!r}; the file is damaged (analyse "
-                             "a copy of the run directory as the run wrote it)") from None
+            if n == len(rows):             # a run cut short mid-row
+                if notes is not None:
+                    notes.append(f"{os.path.basename(path)}: the last row (line {n}) is incomplete; it is left out, "
+                                 "the rows before it are used")
+                break
+            raise InputError(f"{path}, line {n}: unreadable row {','.join(r)!r}; the file is damaged (restore it, or "
+                             "move it away to go on without it)") from None
     return out
 
 
-def diagnostics(run_dir: str, temperatures_K: Sequence[float], dt_ps: Optional[float] = None) -> Dict[str, object]:
+def diagnostics(run_dir: str, temperatures_K: Sequence[float], dt_ps: Optional[float] = None,
+                damage: Optional[List[str]] = None) -> Dict[str, object]:
     """The mixing diagnostics of the run in ``run_dir`` with this ladder (module docstring).
 
     Returns
@@ -72,7 +93,8 @@ def diagnostics(run_dir: str, temperatures_K: Sequence[float], dt_ps: Optional[f
         ``pairs`` (per pair: ``T_lo_K``, ``T_hi_K``, ``attempts``, ``accepted``, ``acceptance``),
         ``occupancy`` (``[walker][rung]`` fractions; None without walkers.csv), ``round_trips`` (per walker: the
         times in steps), ``round_trips_total``, ``mean_round_trip_steps`` (and ``_ps`` with ``dt_ps``),
-        ``steps`` (the last exchange step), ``warnings`` (one line each), ``notes``.
+        ``steps`` (the last exchange step), ``warnings`` (one line each), ``notes``; None when exchanges.csv has
+        no whole line (a line in ``damage``, default ``notes``: what was wrong with the files).
     """
     temps = [float(t) for t in temperatures_K]
     k = len(temps)
@@ -81,7 +103,10 @@ def diagnostics(run_dir: str, temperatures_K: Sequence[float], dt_ps: Optional[f
     if not os.path.isfile(ex_path):
         raise InputError(f"{ex_path}: missing; the mixing diagnostics of a parallel-tempering run need the "
                          "exchanges.csv it wrote")
-    exchanges = _table(ex_path, EXCHANGE_COLUMNS)
+    damage = notes if damage is None else damage
+    exchanges = _table(ex_path, EXCHANGE_COLUMNS, damage)
+    if exchanges is None:                  # empty, or cut inside its header: as if there were none (noted)
+        return None
     col = {c: i for i, c in enumerate(EXCHANGE_COLUMNS)}
     for r in exchanges:
         if not (0 <= r[col["pair"]] < k - 1 and 0 <= r[col["walker_lo"]] < k and 0 <= r[col["walker_hi"]] < k):
@@ -99,7 +124,7 @@ def diagnostics(run_dir: str, temperatures_K: Sequence[float], dt_ps: Optional[f
     occupancy = None
     if os.path.isfile(w_path):
         names = ["step"] + [rung_name(t) for t in temps]
-        walkers = _table(w_path, names)
+        walkers = _table(w_path, names, damage)       # (None: empty, noted)
         if walkers:
             at = np.asarray([r[1:1 + k] for r in walkers], dtype=int)          # [rows, rung] -> walker
             if at.min() < 0 or at.max() >= k:
@@ -113,7 +138,8 @@ def diagnostics(run_dir: str, temperatures_K: Sequence[float], dt_ps: Optional[f
                     counts[row, np.arange(k)] += 1
                 occupancy = (counts / len(later)).tolist()
     else:
-        notes.append("no walkers.csv: no occupancy of the rungs (round trips replayed from the start assignment)")
+        damage.append("walkers.csv: missing; no occupancy of the rungs (round trips replayed from the start "
+                      "assignment)")
 
     # round trips: replay every tried swap in order
     rung_of = start.copy()

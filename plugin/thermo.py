@@ -27,6 +27,9 @@ range, or no crossing, is None (not a temperature). Their uncertainties are boot
 uncorrelated samples of each state are resampled with replacement, MBAR solved again, and the temperatures
 found again, ``bootstrap`` times (fixed seed).
 
+How much neighbouring temperatures' samples overlap (:meth:`ThermoFit.neighbour_overlap`, from pymbar's overlap
+matrix) is one of the checks of :func:`flashschnet.openmm.analyze_sufficiency.mbar_sufficiency`.
+
 Reweighted free-energy surfaces (:meth:`ThermoFit.free_energy_surface`): ``F(x, y) = -kB T ln p_T(x, y)`` from a
 histogram of every frame after equilibration weighted by its MBAR weight at ``T``
 (``w_n(T) ~ exp(-u_T(x_n)) / sum_k N'_k exp(f_k - u_k(x_n))``, ``N'_k`` those frames per state, ``f_k`` from the
@@ -154,7 +157,13 @@ class ThermoFit:
         # started from BAR between neighbouring rungs: from zeros, pymbar 4.0.3's solvers stall (the W_nk underflow)
         # when the rungs' f differ by hundreds, as a protein's do (trp-cage 300-450 K: f_450 - f_300 = -250)
         with np.errstate(all="ignore"):
-            self.mbar = pymbar.MBAR(self._reduced(self.data[0], self.temperatures), self.n_k, initialize="BAR")
+            try:
+                self.mbar = pymbar.MBAR(self._reduced(self.data[0], self.temperatures), self.n_k, initialize="BAR")
+            except NameError as exc:        # pymbar 4.0's BAR start, when BAR does not converge, names an exception
+                if "ConvergenceError" not in str(exc):  # it never imported (a NameError, not its warning)
+                    raise
+                raise ThermoError("BAR between neighbouring temperatures did not converge (too few samples, or "
+                                  "energies that do not overlap); run longer") from None
         self.f_k = np.asarray(self.mbar.f_k, dtype=np.float64)
         norm = (np.asarray(self.mbar.W_nk, dtype=np.float64)).sum(axis=0)
         if not np.allclose(norm, 1.0, atol=1e-6):
@@ -179,6 +188,16 @@ class ThermoFit:
             raise InputError(f"{option}: {outside[0]:g} K is outside the sampled temperatures ({lo:.1f}-{hi:.1f} K); "
                              "MBAR does not extrapolate: choose temperatures within the ladder")
         return t
+
+    def neighbour_overlap(self) -> List[Dict[str, float]]:
+        """Per pair of neighbouring sampled temperatures (in increasing order): ``T_lo_K``, ``T_hi_K`` and
+        ``overlap``, the smaller of pymbar's overlap-matrix elements O[lo, hi] and O[hi, lo] (``compute_overlap``:
+        O[i, j], the probability that a sample of state i is seen in state j)."""
+        with np.errstate(all="ignore"):
+            o = np.asarray(self.mbar.compute_overlap()["matrix"], dtype=np.float64)
+        order = np.argsort(self.temperatures)
+        return [{"T_lo_K": float(self.temperatures[i]), "T_hi_K": float(self.temperatures[j]),
+                 "overlap": float(min(o[i, j], o[j, i]))} for i, j in zip(order[:-1], order[1:])]
 
     # -- estimates -------------------------------------------------------------------------------------------
     def _log_weights(self, u_n: np.ndarray, n_k: np.ndarray, f_k: np.ndarray, targets: np.ndarray) -> np.ndarray:

@@ -63,9 +63,10 @@ def markdown(result: Dict[str, object]) -> str:
         t = thermo["table"]
         lines += ["## Thermodynamics (MBAR)", "", thermo["method"] + "; uncertainties: one standard error (MBAR's "
                   "asymptotic covariance; C propagated from the covariance of <U> and <U^2>). C = (<U^2> - <U>^2) / "
-                  "(kB T^2) is the configurational heat capacity. Every row is in `thermo.csv`.", "",
-                  "| T (K) | <U> (kJ/mol) | C (kJ/mol/K) | Q | Rg (nm) | RMSD (nm) | effective samples |",
-                  "|---|---|---|---|---|---|---|"]
+                  "(kB T^2) is the configurational heat capacity. Every row is in `thermo.csv`.", ""]
+        lines += _unreliable(thermo) + [
+            "| T (K) | <U> (kJ/mol) | C (kJ/mol/K) | Q | Rg (nm) | RMSD (nm) | effective samples |",
+            "|---|---|---|---|---|---|---|"]
         for i in range(len(t["temperature_K"])):
             lines.append(f"| {t['temperature_K'][i]:.1f} | {_pm(t, 'potential_energy_kJ_mol', i, '.1f')} "
                          f"| {_pm(t, 'heat_capacity_kJ_mol_K', i, '.3f')} | {_pm(t, 'Q', i, '.3f')} "
@@ -73,8 +74,8 @@ def markdown(result: Dict[str, object]) -> str:
                          f"| {t['effective_samples'][i]:.0f} |")
         m = thermo["melting"]
         if m:
-            lines += ["", f"Melting temperature (between {m['range_K'][0]:.1f} and {m['range_K'][1]:.1f} K; "
-                      f"uncertainty: {m['uncertainty']}):", "",
+            how = f"; uncertainty: {m['uncertainty']}" if "uncertainty" in m else ""
+            lines += ["", f"Melting temperature (between {m['range_K'][0]:.1f} and {m['range_K'][1]:.1f} K{how}):", "",
                       f"* heat-capacity maximum: {_melt(m, 'heat_capacity_peak')}",
                       f"* <Q> = 0.5: {_melt(m, 'q_half')}"]
         lines += ["", "| T (K) | frames | equilibration (frames dropped) | statistical inefficiency g | samples |",
@@ -82,9 +83,12 @@ def markdown(result: Dict[str, object]) -> str:
         lines += [f"| {s['temperature_K']:.1f} | {s['frames']} | {s['equilibration_frames']} "
                   f"| {s['statistical_inefficiency']:.2f} | {s['samples']} |" for s in thermo["states"]]
         at = ", ".join(dict.fromkeys(format(s["temperature_K"], ".1f") for s in thermo["fes"]))
+        thin = ", ".join(dict.fromkeys(f"{s['temperature_K']:.1f} K ({s['effective_frames']:.0f} effective frames)"
+                                       for s in thermo["fes"] if not s.get("reliable", True)))
         lines += ["", "![thermodynamics](thermo.png)", "",
                   f"Reweighted free-energy surfaces F = -kT ln p (kJ/mol) at {at} K, "
-                  f"{thermo['bins']} x {thermo['bins']} bins, every frame after equilibration weighted by MBAR:", "",
+                  f"{thermo['bins']} x {thermo['bins']} bins, every frame after equilibration weighted by MBAR"
+                  + (f"; **unreliable** (see Warnings): {thin}" if thin else "") + ":", "",
                   "![reweighted free-energy surfaces](thermo_fes.png)", ""]
     if exchange:
         lines += ["## Exchange mixing", "", "| pair (K) | tried | accepted | acceptance |", "|---|---|---|---|"]
@@ -103,8 +107,22 @@ def markdown(result: Dict[str, object]) -> str:
     return "\n".join(lines)
 
 
+def _unreliable(thermo: Dict[str, object]) -> List[str]:
+    """The paragraph that marks the MBAR section unreliable (none when its data suffice)."""
+    enough = thermo.get("sufficiency") or {}
+    if enough.get("sufficient", True):
+        return []
+    return [f"**Unreliable: {enough['reason']}** (thresholds: docs/analysis.md, \"Too little data for MBAR\"). "
+            "The ± below are MBAR's asymptotic standard errors, which assume many independent, equilibrated samples "
+            "from a mixed ladder whose neighbouring temperatures overlap: here they understate the uncertainty, the "
+            "melting temperatures are not reported, and the reweighted surfaces are marked unreliable. Run longer "
+            "(or use more, closer rungs).", ""]
+
+
 def _melt(m: Dict[str, object], key: str) -> str:
     value, err = m[key + "_K"], m[key + "_err_K"]
+    if m.get("withheld"):
+        return f"not reported: {m['withheld']}"
     if value is None:
         return "none inside the range"
     used = m[key + "_replicates"]
@@ -131,6 +149,9 @@ def _plot_thermo(thermo: Dict[str, object], out: str) -> None:
         ax.set_ylabel(label)
     axes[3].legend(fontsize="small")
     axes[2].axhline(0.5, color="k", ls=":", lw=1)
+    if not (thermo.get("sufficiency") or {}).get("sufficient", True):
+        fig.suptitle("UNRELIABLE: too little data for MBAR (see report.md); melting temperatures not reported",
+                     color="tab:red")
     m = thermo["melting"] or {}
     for ax, key in ((axes[1], "heat_capacity_peak_K"), (axes[2], "q_half_K")):
         if m.get(key) is not None:
@@ -153,5 +174,6 @@ def _plot_thermo(thermo: Dict[str, object], out: str) -> None:
         fig.colorbar(pm, ax=ax, label="F (kJ/mol)")
         ax.set_xlabel(labels.get(s["x"], s["x"]))
         ax.set_ylabel(labels.get(s["y"], s["y"]))
-        ax.set_title(f"T = {s['temperature_K']:.1f} K (reweighted)", fontsize="medium")
+        ax.set_title(f"T = {s['temperature_K']:.1f} K (reweighted)" + ("" if s.get("reliable", True) else
+                     ", UNRELIABLE"), fontsize="medium", color="black" if s.get("reliable", True) else "tab:red")
     fig.savefig(os.path.join(out, "thermo_fes.png"), dpi=100)

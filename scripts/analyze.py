@@ -10,10 +10,14 @@ from its T<K>.dcd files, each with its own kT (--temperature and --replicas are 
 temperatures by MBAR (thermo.csv: energy, heat capacity, Q, Rg, RMSD with uncertainties; melting temperatures;
 reweighted free-energy surfaces) with the walkers' mixing (exchange_diagnostics.json). Writes report.md,
 report.json and PNG figures into --out (default RUN_DIR/analysis); a figure with too little data to mean anything
-gets a "warning:" line saying how much more it needs. Exit status: 0 done, 2 bad input (one-line message naming
-the file and what to do; also a --out that cannot be created or written); 5, 6, 7 the report could not be written:
-5 no space left, 6 not allowed to write, 7 another I/O error (one line naming the file; the report is written whole
-or not at all, so a previous report stays complete and no truncated figure is left).
+gets a "warning:" line saying how much more it needs; so do MBAR's thermodynamics below their thresholds of
+uncorrelated samples, round trips and overlap (the melting temperatures are then withheld). A damaged file of the
+run (missing, cut short, overwritten, another run's) is one line naming it and what to do, or, where the rest of the
+run is usable, a "note:" line and an entry of report.json's input_warnings (docs/reliability.md). Exit status: 0 done,
+2 bad input (one-line message naming the file and what to do; also a --out that cannot be created or written);
+5, 6, 7 the report could not be written: 5 no space left, 6 not allowed to write, 7 another I/O error (one line
+naming the file; the report is written whole or not at all, so a previous report stays complete and no truncated
+figure is left).
 """
 from __future__ import annotations
 
@@ -111,7 +115,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             m = thermo["melting"] or {}
             tm = m.get("heat_capacity_peak_K")
             more += (f"; thermo.csv: {len(thermo['temperatures_out_K'])} temperatures, heat-capacity peak "
-                     + ("none inside the range" if tm is None else f"{tm:.1f} K"))
+                     + ("withheld (too little data: see the warnings)" if m.get("withheld")
+                        else "none inside the range" if tm is None else f"{tm:.1f} K"))
         return f"done: {result['frames_total']} frames; {rows}{more}; report in {result['out']}/report.md (+ .json, .png)"
 
     return finish("flashschnet-analyze", job, summary)

@@ -2,13 +2,16 @@
 
     flashschnet-backmap RUN_DIR [--replica R | --temperature T] [--frames START:STOP:STEP] --out OUT
                         [--reference CLEANED.pdb] [--hydrogens] [--side-chains faspr|templates]
-                        [--workers N | --scheduler ADDRESS] [--quiet]
+                        [--workers N | --scheduler ADDRESS] [--force] [--quiet]
     flashschnet-backmap --structure CG.pdb --reference CLEANED.pdb --out OUT [--hydrogens]
 
 Writes OUT/backmapped.pdb (one MODEL per frame), OUT/backmapped.dcd with OUT/topology_allatom.pdb, and
-OUT/backmap.json (per frame: clashes, chirality, cis peptides, restraint deviation, notes); all four or none.
-Exit status: 0 done (a frame that did not come out clean is a "note:" line, not a failure), 2 bad input (one line),
-5, 6, 7 the files could not be written.
+OUT/backmap.json (per frame: clashes, chirality, cis peptides, restraint deviation, notes); all four or none. An
+earlier backmap's files in OUT are overwritten only with --force.
+A damaged file of the run directory is one line naming it, or, where the rest is usable (a trajectory cut short), a
+"note:" line kept in backmap.json's input_warnings; options are checked against the run as flashschnet-analyze
+checks them. Exit status: 0 done (a frame that did not come out clean is a "note:" line, not a failure), 2 bad
+input (one line), 5, 6, 7 the files could not be written.
 """
 from __future__ import annotations
 
@@ -48,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--frames", default=None, metavar="START:STOP:STEP",
                    help="frames to backmap, as a Python slice of the trajectory (e.g. 0:100:10; default all)")
     p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--force", action="store_true", help="overwrite the files of an earlier backmap in --out")
     p.add_argument("--hydrogens", action="store_true", help="keep the hydrogens (default: heavy atoms only)")
     p.add_argument("--side-chains", choices=("faspr", "templates"), default="faspr",
                    help="faspr (default): each frame's side chains packed on its backbone by FASPR (pip package "
@@ -76,7 +80,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return backmap(args.out, run_dir=args.run_dir, structure=args.structure, reference=args.reference,
                        replica=args.replica, temperature_K=args.temperature, frames=args.frames,
                        hydrogens=args.hydrogens, workers=args.workers, scheduler=args.scheduler,
-                       progress=not args.quiet, echo=echo,
+                       progress=not args.quiet, echo=echo, force=args.force,
                        settings=BackmapSettings(side_chains=args.side_chains))
 
     def summary(result) -> str:

@@ -64,6 +64,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def given_options(parser: argparse.ArgumentParser, argv: Optional[List[str]]) -> List[str]:
+    """The options ``argv`` gives (their first spelling, e.g. ``--replicas``), whatever their values: the parser's
+    defaults suppressed, what is left was on the command line."""
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS
+    given = vars(parser.parse_args(argv))
+    return [a.option_strings[0] for a in parser._actions if a.option_strings and a.dest in given]
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     from flashschnet.openmm.compare import CompareSettings, compare
@@ -83,7 +92,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         require_extras("matplotlib", "pymbar")       # comparison.png, sampling.png; statistical inefficiency
         from flashschnet.openmm.benchmark.machine import cpu_model
 
-        return compare(settings, machine=cpu_model(), progress=not args.quiet, echo=echo)
+        return compare(settings, machine=cpu_model(), progress=not args.quiet, echo=echo,
+                       given=given_options(build_parser(), argv))
 
     return finish("flashschnet-compare", job, summary,
                   then="then run it again into an empty --out (or, when both runs finished, with --analyse-only)")

@@ -4,6 +4,7 @@
                         [--temperature 300] [--report-interval STEPS] [--resume] [--padding 1.5] [--salt 0.15]
                         [--no-elastic | --go]
     flashschnet-martini --resume --out OUT [--steps N]      (the run's own settings and files, by content)
+    flashschnet-martini --fetch-forcefield DIR               (the MARTINI 3.0.0 .itp files, then exit)
 
 Exit status: 0 done, 2 bad input (one-line message), 3 the simulation blew up (the last good checkpoint is
 kept); 5, 6, 7 an output could not be written: 5 no space left, 6 not allowed to write, 7 another I/O error (one
@@ -19,6 +20,20 @@ from typing import List, Optional
 from ._cli import add_run_arguments, exit_statuses, finish, given_settings
 
 
+class FetchForcefield(argparse.Action):
+    """``--fetch-forcefield DIR``: write the MARTINI 3.0.0 parameter files into DIR and exit, like ``--version``
+    (no PDB, --steps or --out needed)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        def job(echo):
+            from flashschnet.openmm.martini.forcefield import fetch_forcefield
+
+            return fetch_forcefield(values, echo)
+
+        parser.exit(finish("flashschnet-martini", job,
+                           lambda d: f"done: MARTINI 3.0.0 parameter files in {d}; use --forcefield-dir {d}"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="flashschnet-martini",
@@ -32,8 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="all-atom protein structure (PDB); with --resume, the run's own (system/ in --out)")
     p.add_argument("--forcefield-dir", default=None,
                    help="folder with martini_v3.0.0.itp, martini_v3.0.0_ions_v1.itp, martini_v3.0.0_solvents_v1.itp "
-                        "(bash tools/get_martini_forcefield.sh DIR fetches them; with --resume: default the run's, "
-                        "checked by content)")
+                        "(--fetch-forcefield DIR fetches them; with --resume: default the run's, checked by content)")
+    p.add_argument("--fetch-forcefield", action=FetchForcefield, metavar="DIR",
+                   help="download the MARTINI 3.0.0 parameter files (from the martini-shaker 0.1.1 wheel on PyPI, "
+                        "checked by SHA-256) into DIR, then exit")
     p.add_argument("--padding", type=float, default=None,
                    help="least distance from the protein to the box faces, nm, 1.1 to 10 (default 1.5)")
     p.add_argument("--salt", type=float, default=None, help="NaCl concentration, mol/L, 0 to 6 (default 0.15)")

@@ -680,7 +680,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     start = time.time()
     settings = {k: v for k, v in vars(args).items() if k not in ("stage", "deadline", "result")}
-    settings.update(pdb=args.pdb or "flashschnet/data/4PTI_bpti.pdb (packaged)", oracle=str(ORACLE.relative_to(ROOT)),
+    settings.update(pdb=args.pdb or "flashschnet/examples/4PTI_bpti.pdb (packaged)", oracle=str(ORACLE.relative_to(ROOT)),
                     shares=SHARES, command="python tools/device_checks.py " + " ".join(argv),
                     commit=commit(), started_utc=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(start)))
     report: Dict[str, Any] = {"settings": settings, "machine": {}, "stages": {}, "timings": [], "ratios": [],

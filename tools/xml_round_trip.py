@@ -2,12 +2,13 @@
 
     python tools/xml_round_trip.py          # exit 0: it does; 1: deserialization failed or crashed (the reason)
 
-This is the check behind the ``openmm<8.6`` bound in setup.py: openmm-torch 1.10 (acellera's builds, the only
-ones for torch >= 2.10) was compiled against OpenMM 8.5, and with openmm 8.6.x its ``TorchForceProxy::
-deserialize`` reads OpenMM's ``SerializationNode`` with the old layout and segfaults. Serializing works either way;
-only reading the XML back crashes. It is ``flashschnet-doctor``'s XML line
+With openmm 8.6.x and openmm-torch 1.10 (acellera's builds, the only ones for torch >= 2.10, compiled against
+OpenMM 8.5) it does not: ``TorchForceProxy::deserialize`` segfaults (OpenMM 8.6 changed ``SerializationNode``'s
+ABI). Serializing works either way; only reading the XML back crashes, which flashschnet never does, so 8.6 is
+supported (setup.py) and the line is a warning. It is ``flashschnet-doctor``'s XML line
 (:func:`flashschnet.openmm.doctor.check_xml_round_trip`: the doctor's 3-bead network as a TorchForce, serialized
 and read back in a child process, so that a crash is reported instead of taking this script down), on its own.
+``tools/openmmtorch_xml_crash.py`` is the same crash without flashschnet (the upstream report, docs/install.md).
 """
 from __future__ import annotations
 

@@ -41,6 +41,9 @@ class CGFrames:
         ``"replica 0"``, ``"300.0 K"`` or ``"structure"``.
     first_step, interval, dt_ps : int, int, float
         For the output DCD: the step of the first selected frame, steps between selected frames, time step (ps).
+    notes : list of str
+        What to say about the input (``note:`` lines), ``damage`` among them: what the run directory's files lacked
+        (:attr:`~flashschnet.openmm.run_reader.RunDir.notes`; backmap.json's ``input_warnings``).
     """
 
     topology: object
@@ -54,6 +57,7 @@ class CGFrames:
     interval: int = 1
     dt_ps: float = 0.0
     notes: List[str] = field(default_factory=list)
+    damage: List[str] = field(default_factory=list)
 
 
 def frame_selection(text: Optional[str], n_frames: int, source: str) -> range:
@@ -98,56 +102,65 @@ def run_frames(run_dir: str, replica: Optional[int] = None, temperature_K: Optio
                frames: Optional[str] = None, reference: Optional[str] = None) -> CGFrames:
     """The CG frames of a run directory: ``replica`` (default 0) or, in a parallel-tempering run, the
     trajectory at ``temperature_K`` (default: the lowest of its ladder, when no replica is asked for);
-    ``frames``: :func:`frame_selection`; ``reference``: default the run's ``cleaned.pdb``."""
-    from ..dcd import read_dcd, read_header
-    from ..run_reader import RunDir
+    ``frames``: :func:`frame_selection`; ``reference``: default the run's ``cleaned.pdb``.
 
-    if not os.path.isdir(run_dir):
-        raise InputError(f"{run_dir}: no such directory; give the --out directory of flashschnet-simulate")
-    top_path = os.path.join(run_dir, "topology.pdb")
+    The run is read by :class:`~flashschnet.openmm.run_reader.RunDir`, with its answers to damaged files (one line,
+    or a note in ``notes`` and the part that is whole) and the options checked against the run as
+    ``flashschnet-analyze`` checks them (:mod:`flashschnet.openmm.run_options`)."""
+    from ..run_checks import check_rungs
+    from ..run_options import replica_choice, temperature_choice
+    from ..run_reader import RunDir, whole_pdb
+
+    if replica is not None and temperature_K is not None:
+        raise InputError("--replica and --temperature: give one of them")
+    run = RunDir(run_dir)
+    top_path = run.topology_path
     if not os.path.isfile(top_path):
         raise InputError(f"{top_path}: missing; the run directory needs the topology.pdb flashschnet-simulate "
                          "wrote (give a run directory, or a CG structure with --structure)")
-    run = RunDir(run_dir)
     if run.kind != "flashschnet":
         raise InputError(f"{run_dir}: a flashschnet-martini run; flashschnet-backmap rebuilds flashschnet-simulate "
                          "runs (5-bead CG beads) only")
-    if replica is not None and temperature_K is not None:
-        raise InputError("--replica and --temperature: give one of them")
+    run.settings()                      # run.json: another run's or unreadable is one line; missing, a note
     ladder = run.ladder() if replica is None else None     # --replica needs no ladder (a killed tempering run has none)
-    notes = []
+    notes, asked = [], replica is not None
     if temperature_K is not None:
-        if not ladder:
-            raise InputError(f"--temperature {temperature_K:g}: {run_dir} is not a parallel-tempering run; choose its "
-                             f"trajectory with --replica (0 to {max(run.trajectories)})")
-        near = min(ladder, key=lambda t: abs(t - temperature_K))
-        if abs(near - temperature_K) > 0.05:
-            raise InputError(f"--temperature {temperature_K:g}: not a temperature of {run_dir}; its ladder is "
-                             + ", ".join(f"{t:g}" for t in ladder) + " K")
+        near = temperature_choice("--temperature", temperature_K, run, ladder,
+                                  f"choose its trajectory with --replica (0 to {max(run.trajectories)})")
         path, what = ladder[near], f"{near:.1f} K"
     elif replica is not None or not ladder:
-        replica = 0 if replica is None else int(replica)
-        if replica not in run.trajectories:
-            raise InputError(f"--replica {replica}: {run_dir} has replicas {min(run.trajectories)} to "
-                             f"{max(run.trajectories)}")
+        replica = replica_choice("--replica", [0 if replica is None else int(replica)], run)[0]
         path, what = run.trajectories[replica], f"replica {replica}"
+        if asked and os.path.isfile(run.file("walkers.csv")):
+            notes.append(f"{run_dir}: a parallel-tempering run; --replica {replica} is walker {replica}, whose "
+                         "trajectory visits every temperature of the ladder (choose one temperature with "
+                         "--temperature)")
     else:
         t0 = min(ladder)
         path, what = ladder[t0], f"{t0:.1f} K"
         notes.append(f"{run_dir}: a parallel-tempering run; backmapping its lowest temperature, {t0:.1f} K "
                      "(choose another with --temperature)")
+    run.topology()                      # cut short, or not of the trajectories' atoms: one line
+    run.checkpoint()                    # what the trajectories are checked against (notes)
+    if ladder and path in ladder.values():
+        check_rungs(run, ladder, f"delete it and write it again from the walkers' trajectories with "
+                                 f"flashschnet-simulate --resume --out {run.path}")
     pdb = _read_cg_pdb(top_path, "")
-    head = read_header(path)
-    n_beads = pdb.topology.getNumAtoms()
-    if head.atoms != n_beads:
-        raise InputError(f"{path}: {head.atoms} atoms per frame, but {top_path} has {n_beads}; the trajectory is "
-                         "not of this run")
-    selected = frame_selection(frames, head.complete_frames, path)
-    xyz = read_dcd(path)[np.asarray(selected, dtype=np.int64)]
-    ref = reference if reference is not None else os.path.join(run_dir, "cleaned.pdb")
+    head = run.header(path)
+    xyz = run.frames(path)
+    selected = frame_selection(frames, len(xyz), path)
+    xyz = xyz[np.asarray(selected, dtype=np.int64)]
+    ref = reference
+    if reference is None:                        # the run's own: whole, as the run wrote it
+        ref = run.file("cleaned.pdb")
+        fix = ("restore the cleaned.pdb the run wrote, or give the all-atom PDB the run was started from with "
+               "--reference")
+        whole_pdb(ref, fix)
+        read_openmm_pdb(ref, ref, "missing", fix, fix)
     return CGFrames(topology=pdb.topology, source=path, topology_source=top_path, reference=ref, positions_nm=xyz,
                     frames=list(selected), what=what, first_step=head.first_step + head.interval * selected.start,
-                    interval=head.interval * selected.step, dt_ps=head.dt_ps, notes=notes)
+                    interval=head.interval * selected.step, dt_ps=head.dt_ps, notes=run.notes + notes,
+                    damage=list(run.notes))
 
 
 def structure_frames(structure: str, reference: str, frames: Optional[str] = None) -> CGFrames:

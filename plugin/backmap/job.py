@@ -14,7 +14,7 @@ from typing import Callable, Optional
 from ...errors import InputError
 from .driver import backmap_frames
 from .inputs import run_frames, structure_frames
-from .output import drop_hydrogens, write_backmapped
+from .output import FILES, drop_hydrogens, write_backmapped
 from ..runner.directory import make_run_dir
 from .rebuild import BackmapSettings
 from .skeleton import build_skeleton
@@ -24,7 +24,7 @@ def backmap(out: str, run_dir: Optional[str] = None, structure: Optional[str] = 
             reference: Optional[str] = None, replica: Optional[int] = None, temperature_K: Optional[float] = None,
             frames: Optional[str] = None, hydrogens: bool = False, workers: int = 1,
             settings: BackmapSettings = BackmapSettings(), progress: bool = True,
-            echo: Callable[[str], None] = print, scheduler: Optional[str] = None) -> dict:
+            echo: Callable[[str], None] = print, scheduler: Optional[str] = None, force: bool = False) -> dict:
     """Backmap the frames of a run directory (``run_dir``) or of a CG structure (``structure`` with
     ``reference``) to all atoms; write ``out/backmapped.pdb``, ``backmapped.dcd``, ``topology_allatom.pdb`` and
     ``backmap.json``.
@@ -53,6 +53,9 @@ def backmap(out: str, run_dir: Optional[str] = None, structure: Optional[str] = 
         A progress bar.
     echo : callable
         Notes, one line each (``"note: ..."``): one per frame that did not come out clean.
+    force : bool
+        Overwrite the files of an earlier backmap in ``out`` (otherwise refused, as ``flashschnet-analyze``
+        refuses to overwrite a report without ``--force``).
 
     Returns
     -------
@@ -76,6 +79,10 @@ def backmap(out: str, run_dir: Optional[str] = None, structure: Optional[str] = 
         raise InputError("--out is empty; give a directory")
     if os.path.exists(out) and not os.path.isdir(out):
         raise InputError(f"--out {out}: exists and is not a directory")
+    existing = [n for n in FILES if os.path.exists(os.path.join(out, n))]
+    if existing and not force:
+        raise InputError(f"{os.path.join(out, existing[0])}: a backmap is already there; pass --force to overwrite "
+                         "it or choose another --out")
     if run_dir is not None:
         cg = run_frames(run_dir, replica, temperature_K, frames, reference)
     else:
@@ -125,6 +132,7 @@ def backmap(out: str, run_dir: Optional[str] = None, structure: Optional[str] = 
                "hydrogens": bool(hydrogens), "atoms": topology.getNumAtoms(), "workers": workers,
                "scheduler": scheduler, "mapping": skeleton.mapping,
                "settings": asdict(settings), "seconds": seconds, "frames_per_second": len(cg.frames) / seconds,
-               "frames_with_notes": sum(1 for n in done.notes if n), "per_frame": per_frame}
+               "frames_with_notes": sum(1 for n in done.notes if n), "per_frame": per_frame,
+               "input_warnings": list(cg.damage)}
     files = write_backmapped(out, topology, positions, summary, cg.first_step, cg.interval, cg.dt_ps)
     return dict(summary, files=files)

@@ -1,7 +1,7 @@
 """The benchmark's default structure and model, available from an installed package (no checkout needed).
 
-* structure: BPTI, ``4PTI_bpti.pdb`` (a copy of ``examples/4PTI_bpti.pdb``, 284 beads in the 5-bead mapping),
-  shipped as package data in ``flashschnet/data/`` and found with :mod:`importlib.resources`;
+* structure: BPTI, ``examples/4PTI_bpti.pdb`` (284 beads in the 5-bead mapping), shipped as package data of
+  ``flashschnet.examples`` and found with :mod:`importlib.resources`;
 * model: a CGSchNet built in code with exactly the hyper-parameters of the mlcg oracle
   ``tests/data/oracles/mlcg_schnet_A.pt`` (mlcg ``StandardSchNet``: hidden 128, filters 128, 3 interaction
   blocks, 50 Gaussian radial basis functions, 15 A cutoff, cosine envelopes, output network 128-64-1, tanh,
@@ -17,7 +17,7 @@ import contextlib
 from pathlib import Path
 from typing import Iterator, Optional
 
-#: file name of the default structure in the package data folder ``flashschnet/data``
+#: file name of the default structure among the bundled examples (``flashschnet.examples``)
 DEFAULT_PDB_NAME = "4PTI_bpti.pdb"
 
 #: the seed of the built-in model's random weights
@@ -49,7 +49,7 @@ def default_pdb() -> Iterator[Path]:
     package is not on a file system)."""
     from importlib.resources import as_file, files
 
-    with as_file(files("flashschnet") / "data" / DEFAULT_PDB_NAME) as path:
+    with as_file(files("flashschnet.examples") / DEFAULT_PDB_NAME) as path:
         yield Path(path)
 
 

@@ -137,6 +137,55 @@ def summary_lines(report: Dict[str, object]) -> List[str]:
     return lines
 
 
+def _label(name: str) -> str:
+    """``mts_5_2.5`` -> ``DMTS 5/2.5``, ``single_5`` -> ``single stepping, 5 fs`` (tools/dmts_validate.py's run
+    names)."""
+    kind, _, rest = name.partition("_")
+    if kind == "mts":
+        return "DMTS " + rest.replace("_", "/")
+    return f"single stepping, {rest} fs" if kind == "single" else name
+
+
+def _jsds(overlaps: Dict[str, dict]) -> str:
+    return " | ".join(f"{overlaps[n]['jsd']:.{3 if n in ('rg', 'q', 'end_to_end') else 4}f} ± "
+                      f"{overlaps[n]['bootstrap_sd']:.{3 if n in ('rg', 'q', 'end_to_end') else 4}f}" for n in names())
+
+
+def _temperatures(st: Dict[str, object]) -> str:
+    return ", ".join(f"{t:.1f}" for t in st.get("per_replica_mean_K", [])) or "no complete log"
+
+
+def _verdict(st: Dict[str, object], target_K: float) -> str:
+    temps = st.get("per_replica_mean_K") or []
+    if not temps:
+        return "**no**"
+    worst = max(temps, key=lambda t: abs(t - target_K)) / target_K - 1.0
+    return f"**{'yes' if st['stable'] else 'no'}** ({100 * worst:+.1f} %)"
+
+
+def table(report: Dict[str, object], target_K: float = 300.0) -> str:
+    """The Markdown table of a ``tools/dmts_validate.py`` JSON (docs/sampling.md): reference B against reference A
+    (the noise floor), then each candidate: kinetic temperature per replica, the stability verdict (the worst
+    replica's deviation), and the JSD ± bootstrap SD of each observable against reference A. A run that blew up
+    (exit status 3) says so in its temperature column."""
+    cands = report["candidates"]
+    first = next(c for c in cands.values() if "overlap" in c)
+    ref = first["reference_stability"]
+    lines = ["| candidate (outer/inner fs) | kinetic T per replica, K | stable (2 %) | JSD Rg | JSD Q | JSD end-to-end "
+             "| JSD bonds | JSD angles |", "|---|---|---|---|---|---|---|---|",
+             f"| reference B (4 fs, noise floor) | {_temperatures(ref)} (ref. A) | {_verdict(ref, target_K)} | "
+             f"{_jsds(first['noise'])} |"]
+    for name, c in cands.items():
+        if "overlap" not in c:
+            lines.append(f"| {_label(name)} | no run (exit status {c.get('exit_status')}) | **no** |  |  |  |  |  |")
+            continue
+        temps = (f"blew up (exit {c['exit_status']})" if c.get("exit_status") == 3
+                 else _temperatures(c["stability"]))
+        verdict = "**no**" if c.get("exit_status") == 3 else _verdict(c["stability"], target_K)
+        lines.append(f"| {_label(name)} | {temps} | {verdict} | {_jsds(c['overlap'])} |")
+    return "\n".join(lines)
+
+
 def compare_runs(candidate: str, reference: str, reference_b: Optional[str] = None,
                  target_K: float = 300.0) -> Dict[str, object]:
     """Everything above for one candidate run directory against a reference one (and a second, independent

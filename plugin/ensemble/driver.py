@@ -26,6 +26,7 @@ Rules:
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
@@ -254,16 +255,27 @@ def drive(p: EnsemblePlan, blocks, specs: List[BlockSpec], resume: bool, progres
     Raises :class:`SimulationInstabilityError` when a walker blows up (policy ``"stop"``) or every walker is
     dropped; the run's last checkpoint is kept.
     """
-    run = _Run(p, blocks, specs, echo)
+    bar = None
+
+    def say(line: str) -> None:
+        """``echo(line)`` on a line of its own: with the progress bar on screen, tqdm clears it first and redraws
+        it below (otherwise the line would be glued to the bar)."""
+        if bar is None:
+            echo(line)
+            return
+        with bar.external_write_mode(file=sys.stderr):
+            echo(line)
+
+    run = _Run(p, blocks, specs, say)
     rollbacks = 0
     warning = few_frames_warning(p.steps, p.report_interval)
     if warning:
-        echo(f"warning: {warning}")
+        say(f"warning: {warning}")
 
     def go_back(lost: BlocksLost) -> None:
         """Every block (and this process) back to the run's last checkpoint; restoring may lose a worker too."""
         while True:
-            echo(f"{lost}; every block goes back to step {run.checkpoint_step} (the run's last checkpoint)")
+            say(f"{lost}; every block goes back to step {run.checkpoint_step} (the run's last checkpoint)")
             try:
                 run.load_checkpoint()
                 return
@@ -277,7 +289,7 @@ def drive(p: EnsemblePlan, blocks, specs: List[BlockSpec], resume: bool, progres
             rollbacks += 1
             run.checkpoint_step = read_run_checkpoint(run.ckpt_path)["step"]
             go_back(lost)
-        echo(f"resuming {p.out} at step {run.step}"
+        say(f"resuming {p.out} at step {run.step}"
              + (f" ({len(run.dropped)} of {p.walkers} replicas dropped)" if run.dropped else ""))
     else:
         while True:
@@ -288,9 +300,8 @@ def drive(p: EnsemblePlan, blocks, specs: List[BlockSpec], resume: bool, progres
                 break
             except BlocksLost as lost:             # before the first checkpoint: start every block again
                 rollbacks += 1
-                echo(f"{lost}; starting every block again")
+                say(f"{lost}; starting every block again")
     start_step = run.step
-    bar = None
     if progress:
         from tqdm import tqdm
 
@@ -327,7 +338,7 @@ def drive(p: EnsemblePlan, blocks, specs: List[BlockSpec], resume: bool, progres
                     run.checkpoint()
                     timing["checkpoint"] += time.perf_counter() - tc
                     if p.tempering and target != p.steps:
-                        echo(f"step {target}: {run.exchanger.summary()}")
+                        say(f"step {target}: {run.exchanger.summary()}")
             except BlocksLost as lost:
                 rollbacks += 1
                 go_back(lost)
@@ -351,7 +362,7 @@ def drive(p: EnsemblePlan, blocks, specs: List[BlockSpec], resume: bool, progres
                                   p.dt_fs * 1e-3, p.walkers)
     acc = run.exchanger.acceptance().tolist() if p.tempering else []
     if p.tempering:
-        echo(f"final {run.exchanger.summary()}")
+        say(f"final {run.exchanger.summary()}")
     return EnsembleResult(out=p.out, steps_done=run.step, walkers=p.walkers,
                           ns_per_day_aggregate=p.walkers * ns_per_day(max(run.step - start_step, 0), p.dt_fs * 1e-3, wall),
                           temperatures_K=list(p.temperatures_K), acceptance=acc,

@@ -10,7 +10,7 @@ per-temperature trajectories of a run that stopped after its last checkpoint but
 from __future__ import annotations
 
 import os
-from typing import Callable, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 from ...limits import check_replicas
 from ..runner import RunResult, make_run_dir
@@ -78,17 +78,48 @@ def run_ensemble(plan: EnsemblePlan, builder, particles: int, trajectory_topolog
 
 def finish_rung_files(out: str, temperatures_K: Sequence[float], report_interval: int, dt_ps: float,
                       topology: Callable[[], object], echo: Callable[[str], None] = print) -> None:
-    """A tempering run at its step count whose per-temperature files (``T<K>.dcd``) are missing or older than
-    ``walkers.csv`` (the run stopped, e.g. on a full disk, after its last checkpoint but before it demultiplexed):
-    write them now from the walker files, as the end of the run would have. ``topology()``: one walker's
-    topology (called only when there is something to write)."""
+    """A tempering run at its step count whose per-temperature files (``T<K>.dcd``) are missing, older than
+    ``walkers.csv`` (the run stopped, e.g. on a full disk, after its last checkpoint but before it demultiplexed),
+    or damaged (:func:`damaged_rungs`): write them now from the walker files, as the end of the run would have.
+    ``topology()``: one walker's topology (called only when there is something to write)."""
     log = os.path.join(out, "walkers.csv")
     if not os.path.exists(log):
         return
-    stale = [t for t in temperatures_K if not os.path.exists(rung_trajectory(out, t))
-             or os.path.getmtime(rung_trajectory(out, t)) < os.path.getmtime(log)]
-    if not stale:
+    missing = [os.path.basename(rung_trajectory(out, t)) for t in temperatures_K
+               if not os.path.exists(rung_trajectory(out, t))]
+    stale = [t for t in temperatures_K if os.path.exists(rung_trajectory(out, t))
+             and os.path.getmtime(rung_trajectory(out, t)) < os.path.getmtime(log)]
+    damaged = [] if missing or stale else damaged_rungs(out, temperatures_K)
+    if not missing and not stale and not damaged:
         return
     demultiplex(out, temperatures_K, report_interval, topology(), dt_ps, len(temperatures_K))
-    echo(f"note: wrote the per-temperature trajectories ({len(temperatures_K)} T<K>.dcd files) the run had not "
-         "finished")
+    why = damaged or ([f"{', '.join(missing)}: missing"] if missing else [])
+    echo(f"note: {'; '.join(why) + '; ' if why else ''}wrote the per-temperature trajectories "
+         f"({len(temperatures_K)} T<K>.dcd files) from the walkers' (replica_WWW.dcd, walkers.csv): the run had not "
+         "finished them" + (" whole" if why else ""))
+
+
+def damaged_rungs(out: str, temperatures_K: Sequence[float]) -> List[str]:
+    """What is wrong with the ``T<K>.dcd`` files of a finished tempering run, one line each naming the file: read
+    whole by :class:`~flashschnet.openmm.run_reader.RunDir` (a damaged header or frame, a file cut short) and
+    checked against the walkers' trajectories (:func:`~flashschnet.openmm.run_checks.check_rungs`)."""
+    from ...errors import InputError
+    from ..run_checks import check_rungs
+    from ..run_reader import RunDir
+
+    rd = RunDir(out)
+    ladder = {float(t): rung_trajectory(out, t) for t in temperatures_K}
+    found = []
+    for path in ladder.values():
+        try:
+            rd.frames(path)
+        except InputError as exc:
+            found.append(str(exc).split(";")[0])
+    if not found:
+        try:
+            check_rungs(rd, ladder, "")
+        except InputError as exc:
+            found.append(str(exc).split(";")[0])
+    names = [os.path.basename(p) for p in ladder.values()]
+    found += [n.split(";")[0] for n in rd.notes if n.split(":")[0] in names]
+    return found

@@ -33,7 +33,7 @@ from ..run_reader import pdb_positions, read_pdb
 #: the MARTINI 3.0.0 parameter files a system.top written here includes (all must be in --forcefield-dir)
 FORCEFIELD_FILES = ("martini_v3.0.0.itp", "martini_v3.0.0_ions_v1.itp", "martini_v3.0.0_solvents_v1.itp")
 
-WHERE_TO_GET = ("get them with `bash tools/get_martini_forcefield.sh DIR` (from the martini-shaker wheel on PyPI) "
+WHERE_TO_GET = ("get them with `flashschnet-martini --fetch-forcefield DIR` (from the martini-shaker wheel on PyPI) "
                 "or from the MARTINI website (cgmartini.nl, Martini 3 force-field parameters)")
 
 #: insane's molecule names -> the names MARTINI 3's ion and solvent files define

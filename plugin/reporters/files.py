@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import struct
@@ -29,18 +30,23 @@ from ...errors import InputError, output_error
 from ..dcd import truncate_dcd
 
 CHECKPOINT_MAGIC = b"FSCHNCK1"
+#: the header key of the OpenMM state's sha256
+STATE_DIGEST = "state_sha256"
 
 
 def write_checkpoint(path: str, meta: Dict[str, object], state: bytes = b"",
                      what: str = "writing the checkpoint") -> None:
     """Write a checkpoint file (module docstring): the JSON header ``meta`` and OpenMM's ``state`` (bytes of
-    ``Context.createCheckpoint``; empty for a header-only checkpoint), atomically.
+    ``Context.createCheckpoint``; empty for a header-only checkpoint), atomically. The header also records the
+    state's sha256 (``state_sha256``), which :func:`read_checkpoint` checks.
 
     Raises
     ------
     OutputError
         The file could not be written (``what`` says what was being written); the previous checkpoint is kept.
     """
+    if state:
+        meta = dict(meta, **{STATE_DIGEST: hashlib.sha256(state).hexdigest()})
     header = json.dumps(meta).encode()
     with atomic_write(path, "wb", what=what) as f:
         f.write(CHECKPOINT_MAGIC + struct.pack("<Q", len(header)) + header)
@@ -49,13 +55,36 @@ def write_checkpoint(path: str, meta: Dict[str, object], state: bytes = b"",
 
 
 def read_checkpoint(path: str) -> Tuple[Dict[str, object], bytes]:
-    """Return ``(meta dict, openmm checkpoint bytes)`` of a file written by :func:`write_checkpoint`."""
-    with open(path, "rb") as f:
+    """Return ``(meta dict, openmm checkpoint bytes)`` of a file written by :func:`write_checkpoint` (the state
+    checked against the sha256 its header records; files of older versions record none).
+
+    Raises
+    ------
+    InputError
+        One line naming the file: not a checkpoint, cut short or damaged.
+    OSError
+        It cannot be opened or read.
+    """
+    fix = "the run cannot be resumed from it: restore it, or start a new run"
+    with open(path, "rb") as f:                          # (a file that cannot be opened: the OSError itself)
         data = f.read()
     if data[:8] != CHECKPOINT_MAGIC or len(data) < 16:
-        raise ValueError(f"{path}: not a flashschnet checkpoint")
+        raise InputError(f"{path}: {'empty' if not data else 'not a flashschnet checkpoint'}; {fix}")
     (n,) = struct.unpack("<Q", data[8:16])
-    return json.loads(data[16:16 + n].decode()), data[16 + n:]
+    if 16 + n > len(data):
+        raise InputError(f"{path}: cut short inside its header; {fix}")
+    try:
+        meta = json.loads(data[16:16 + n].decode("utf-8"))
+    except ValueError:                                   # (UnicodeDecodeError is one)
+        meta = None
+    if not isinstance(meta, dict):
+        raise InputError(f"{path}: its header is damaged (not a JSON object); {fix}")
+    state = data[16 + n:]
+    digest = meta.pop(STATE_DIGEST, None)
+    if digest is not None and hashlib.sha256(state).hexdigest() != digest:
+        raise InputError(f"{path}: its OpenMM state is damaged or cut short (it does not match the sha256 its header "
+                         f"records); {fix}")
+    return meta, state
 
 
 class CSVFile:
@@ -120,9 +149,12 @@ def truncate_csv(path: str, last_step: int) -> None:
 
     The log is written in step order, so the rows to keep are a prefix; it ends at the first row past
     ``last_step`` or the first incomplete row (a run killed mid-write can leave a partial last row, whose step
-    may be cut short, e.g. ``3`` of ``30``)."""
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
+    may be cut short, e.g. ``3`` of ``30``). A missing or unreadable log is an :class:`InputError`."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"{path}: unreadable ({exc}); restore the log.csv the run wrote, or start a new run") from None
     keep = rows[:1]
     for r in rows[1:]:
         if len(r) != len(rows[0]) or not r[0].isdigit() or int(r[0]) > last_step:

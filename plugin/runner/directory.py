@@ -57,6 +57,7 @@ def open_run_dir(out: str, resume: bool, current: Dict[str, object], fixed: Sequ
     if not resume:
         if os.path.exists(run_json) or os.path.exists(ckpt):
             raise InputError(f"{out}: already holds a run; continue it with --resume or choose another --out")
+        check_new_run_dir(out)
         return {}
     if os.path.exists(run_json) and not os.path.exists(ckpt):
         raise InputError(f"{out}: nothing to resume: the run there stopped before its first checkpoint (run.json "
@@ -65,6 +66,7 @@ def open_run_dir(out: str, resume: bool, current: Dict[str, object], fixed: Sequ
     if not os.path.exists(run_json) or not os.path.exists(ckpt):
         raise InputError(f"{out}: nothing to resume (no run.json and checkpoint.chk); start without --resume")
     stored = read_run_json(out)
+    check_run_files(out)                           # every file the resume reads or appends to, before any change
     if given is None:
         given = [k for k, v in current.items() if v is not None]
     values, record = resume_settings(out, stored, current, given, fixed, files=files or {}, needed=needed,
@@ -73,6 +75,16 @@ def open_run_dir(out: str, resume: bool, current: Dict[str, object], fixed: Sequ
     if record != stored and (steps is None or resumed_step(out) < steps):
         write_run_json(out, record)
     return values
+
+
+def check_run_files(out: str) -> Dict[str, object]:
+    """The files of the run in ``out`` a resume reads or appends to, checked against each other and its checkpoint
+    (:func:`flashschnet.openmm.run_checks.check_resumable`): any damage is one :class:`InputError` line naming the
+    file and what to do. Returns the checkpoint's header."""
+    from ..run_checks import check_resumable
+    from ..run_reader import RunDir
+
+    return check_resumable(RunDir(out, strict=True))
 
 
 def read_run_json(out: str) -> Dict[str, object]:
@@ -95,9 +107,13 @@ def resumed_step(out: str) -> int:
     path = os.path.join(out, "checkpoint.chk")
     try:
         meta, _ = read_checkpoint(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__}); the run cannot be resumed "
+                         "from it") from None
+    try:
         return int(meta["step"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"{path}: unreadable checkpoint ({exc}); the run cannot be resumed from it") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{path}: its header records no step ({exc}); the run cannot be resumed from it") from None
 
 
 def require_new_run_inputs(resume: bool, inputs: Sequence[tuple]) -> None:
@@ -177,6 +193,20 @@ def run_dir(out: str) -> str:
     if not out or not str(out).strip():
         raise InputError("--out is empty; give the output directory")
     return os.path.abspath(out)
+
+
+def check_new_run_dir(out: str) -> None:
+    """Raise :class:`InputError` now, before any model is loaded, when ``out`` could not be made: it is a file, or
+    the nearest folder that exists above it is not writable. Creates nothing (:func:`make_run_dir` does, later)."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise InputError(f"--out {out}: exists and is not a directory; choose another --out")
+    above = out
+    while not os.path.exists(above):
+        above = os.path.dirname(above)
+    if not os.path.isdir(above):
+        raise InputError(f"--out {out}: {above} is a file, not a directory; choose another --out")
+    if not os.access(above, os.W_OK | os.X_OK):
+        raise InputError(f"--out {out}: {above} is not writable; choose a writable place")
 
 
 def make_run_dir(out: str) -> None:

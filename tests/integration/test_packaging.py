@@ -16,7 +16,8 @@ import pytest
 
 from conftest import EXAMPLES, ROOT
 
-SOURCES = {"model": "flashschnet", "plugin": "flashschnet.openmm", "scripts": "flashschnet.scripts"}
+SOURCES = {"model": "flashschnet", "plugin": "flashschnet.openmm", "scripts": "flashschnet.scripts",
+           "examples": "flashschnet.examples"}
 OPTIONAL = ("vermouth", "insane", "matplotlib", "tables", "pymbar", "openmmml", "dask", "distributed", "pyfaspr",
             "pulchra", "biopython", "pytest", "hypothesis")
 
@@ -64,9 +65,10 @@ def test_every_package_folder_and_the_data_are_in_the_wheel(wheel):
             rel = init.relative_to(ROOT / folder)
             path = "/".join(package.split(".") + list(rel.parts))
             assert path in names, f"{init.parent} is not shipped as {path}"
-    assert "flashschnet/data/4PTI_bpti.pdb" in names
+    for example in ("4PTI_bpti.pdb", "1L2Y_trpcage.pdb", "trpcage_trained.pt", "trpcage_inner.pt"):
+        assert f"flashschnet/examples/{example}" in names
     assert "flashschnet/openmm/benchmark/worker.py" in names
-    assert not any(n.startswith(("model/", "plugin/", "scripts/", "tools/", "tests/")) for n in names)
+    assert not any(n.startswith(("model/", "plugin/", "scripts/", "examples/", "tools/", "tests/")) for n in names)
     assert any(".dist-info/" in n and n.endswith("/LICENSE") for n in names), "LICENSE is not in the wheel"
     meta = _metadata(wheel, "METADATA").splitlines()
     assert "License-Expression: MIT" in meta or "License: MIT" in meta, [m for m in meta if "icense" in m]
@@ -146,7 +148,7 @@ def test_benchmark_runs_from_the_installed_wheel_outside_the_checkout(installed,
     assert res.returncode == 0, res.stderr
     report = json.loads((cwd / "b.json").read_text())
     s = report["settings"]
-    assert Path(s["pdb"]).resolve() == (installed / "flashschnet" / "data" / "4PTI_bpti.pdb").resolve()
+    assert Path(s["pdb"]).resolve() == (installed / "flashschnet" / "examples" / "4PTI_bpti.pdb").resolve()
     assert s["pdb_name"] == "4PTI_bpti.pdb" and s["n_beads"] == 284 and s["model"].startswith("built-in CGSchNet")
     (r,) = report["results"]
     assert r["status"] == "ok" and r["outputs_finite"] and r["weights_kb"] > 0 and r["compress"] == "float32", r

@@ -1,11 +1,13 @@
-"""README.md's Python example keeps working: its first ```python block, run as a script by this venv's Python from
-the repository root (the example's relative paths, ``examples/...``, are the checkout's)."""
+"""README.md keeps working as written: its first ```python block, run as a script by this venv's Python from a
+folder outside the checkout (the example finds the bundled files through ``flashschnet.examples``); the line that
+puts the commands on PATH after the quickstart; its outputs and links; its length."""
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from conftest import ROOT
 
@@ -18,11 +20,43 @@ def readme_example() -> str:
     return textwrap.dedent(match.group(1))
 
 
-def test_readme_python_example_runs(tmp_path):
+def test_readme_python_example_runs_from_any_folder(tmp_path):
     script = tmp_path / "readme_example.py"
     script.write_text(readme_example())
-    res = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert "trpcage_trained.pt" in script.read_text()            # the trained model, not the random placeholder
+    res = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, f"README.md's Python example failed:\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
+
+
+ACTIVATE = 'source "$(bash tools/venv.sh)/bin/activate"'
+
+
+def test_after_the_quickstart_readme_says_how_to_get_the_commands():
+    """The quickstart's venv is named to the user (README's ``source`` line, the script's last line) before
+    README's first command-line block, and that line gives this venv: the one tools/venv.sh made, with the
+    commands in its bin/."""
+    text = (ROOT / "README.md").read_text()
+    assert ACTIVATE in text and text.index(ACTIVATE) < text.index("flashschnet-simulate examples/")
+    script = (ROOT / "examples" / "quickstart.sh").read_text()
+    assert script.rstrip().splitlines()[-1] == 'echo "  source $venv/bin/activate"'
+    venv_sh = (ROOT / "tools" / "venv.sh").read_text()
+    assert 'echo "$venv"' in venv_sh.rstrip().splitlines()[-1]       # venv.sh prints the venv it made, last
+    for name in ("activate", "flashschnet-simulate", "flashschnet-analyze", "flashschnet-backmap"):
+        assert (Path(sys.prefix) / "bin" / name).exists(), name
+
+
+def test_readme_lists_what_the_quickstart_writes(tmp_path):
+    """The files README says the quickstart writes are the files a run of that command writes (10 steps here)."""
+    from flashschnet.scripts.simulate import main
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    listed = re.search(r"into `runs/quickstart/`: (.*?)\. The second", text).group(1)
+    out = tmp_path / "q"
+    assert main([str(ROOT / "examples" / "1L2Y_trpcage.pdb"), "--model", str(ROOT / "examples" / "trpcage_trained.pt"),
+                 "--steps", "10", "--report-interval", "5", "--threads", "1", "--quiet", "--out", str(out)]) == 0
+    written = {p.name for p in out.iterdir()}
+    named = set(re.findall(r"`([\w.]+)`", listed)) | ({"replica_000.dcd"} if "one DCD per replica" in listed else set())
+    assert named == written, (named, written)
 
 
 # --------------------------------------------------------------------- the README, the docs index, the licence

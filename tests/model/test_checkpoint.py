@@ -47,12 +47,16 @@ class _Evil:
 def test_model_file_errors(tmp_path, fixture_a, capsys):
     one_line_load_error(tmp_path / "missing.pt", "not found")
     (tmp_path / "junk.pt").write_bytes(b"\x00\x01garbage" * 10)
-    one_line_load_error(tmp_path / "junk.pt", "not a readable model file")
+    one_line_load_error(tmp_path / "junk.pt", "not a readable model file (not a torch file: it begins with the "
+                                              "bytes 00 01 67")
+    (tmp_path / "text.pt").write_text("hello\n")     # torch says "KeyError: 101" (the opcode byte of 'e')
+    one_line_load_error(tmp_path / "text.pt", "not a readable model file (a text file, not a torch file: it "
+                                              "begins 'hello')")
     (tmp_path / "empty.pt").write_bytes(b"")
-    one_line_load_error(tmp_path / "empty.pt", "not a readable model file")
+    one_line_load_error(tmp_path / "empty.pt", "not a readable model file (the file is empty)")
     good = oracle_path("mlcg_schnet_A.pt").read_bytes()
     (tmp_path / "trunc.pt").write_bytes(good[: len(good) // 2])
-    one_line_load_error(tmp_path / "trunc.pt", "not a readable model file")
+    one_line_load_error(tmp_path / "trunc.pt", "not a readable model file (a damaged or truncated torch file")
     torch.save({"evil": _Evil()}, tmp_path / "evil.pt")
     one_line_load_error(tmp_path / "evil.pt", "arbitrary code")
     assert "this must never run" not in capsys.readouterr().out

@@ -149,6 +149,8 @@ def test_options_replicas_stride_temperature_reference(sim_run, tmp_path, capsys
     assert [r["replica"] for r in rep["replicas"]] == [1] and list(rep["log"]) == ["1"]
     assert rep["replicas"][0]["step"] == [0, 20, 40] and rep["replicas"][0]["frames"] == 3
     assert rep["temperature_K"] == 350 and rep["kT_kJ_mol"] == pytest.approx(MOLAR_GAS_CONSTANT_KJ_MOL_K * 350)
+    assert any(n.startswith("--temperature 350: the run ran at 300 K") for n in rep["notes"])     # said, not silent
+    assert rep["input_warnings"] == []
     assert rep["fes"]["bins"] == 3 and len(rep["fes"]["free_energy_kJ_mol"]) == 3
     # the all-atom PDB's CA atoms are the 5-bead mapping's CA beads: same RMSD as against topology.pdb
     top = md.load(str(sim_run / "topology.pdb"))
@@ -236,12 +238,16 @@ def test_martini_style_directory_without_display(tmp_path):
     # an all-atom reference has no BB beads: its CA atoms stand in for them (noted in the report)
     aa = tmp_path / "aa.pdb"
     shifted = ref + 0.05
-    aa.write_text("".join(f"ATOM  {k + 1:5d}  CA  ALA A{k + 1:4d}    {x * 10:8.3f}{y * 10:8.3f}{z * 10:8.3f}  1.00  0.00"
-                          "           C\n" for k, (x, y, z) in enumerate(shifted)) + "END\n")
+    aa.write_text("".join(f"ATOM  {k + 1:5d}  CA  {'ALA' if k % 2 else 'LYS'} A{k + 1:4d}    {x * 10:8.3f}{y * 10:8.3f}"
+                          f"{z * 10:8.3f}  1.00  0.00           C\n" for k, (x, y, z) in enumerate(shifted)) + "END\n")
     assert main([str(run), "--out", str(tmp_path / "aa_report"), "--reference", str(aa), "--quiet"]) == 0
     rep = json.loads((tmp_path / "aa_report" / "report.json").read_text())
     assert any("CA atoms stand in" in n for n in rep["notes"])
     assert np.abs(np.array(rep["replicas"][0]["rmsd_nm"]) - kabsch_align(frames, shifted)[0]).max() < 1e-5
+    # ... but not one of another protein: residue 1 is LYS in the run (issue 40: it was analysed against it)
+    (tmp_path / "ala.pdb").write_text(aa.read_text().replace(" LYS ", " ALA "))
+    assert main([str(run), "--out", str(tmp_path / "ala_report"), "--reference", str(tmp_path / "ala.pdb"),
+                 "--quiet"]) == 2
 
 
 def _copy(src, dst):
@@ -305,10 +311,11 @@ def test_bad_input_is_one_line_and_exit_2(sim_run, tmp_path, capsys):
         _one_line_error(*_analyze(capsys, d), "log.csv", {"binary": "unreadable log", "header": "no column step",
                                                           "row": "line 3: unreadable row"}[name])
     # a replica the run does not have; a reference with the wrong number of residues
-    _one_line_error(*_analyze(capsys, sim_run, "--out", tmp_path / "x", "--replicas", "0,5"), "no replica 5")
+    _one_line_error(*_analyze(capsys, sim_run, "--out", tmp_path / "x", "--replicas", "0,5"), "--replicas 0,5",
+                    "has no replica 5")
     villin = STRUCTURES / "1VII_villin.pdb"
     _one_line_error(*_analyze(capsys, sim_run, "--out", tmp_path / "y", "--reference", villin),
-                    "1VII_villin.pdb", "36 CA atoms but the run has 20 residues")
+                    "1VII_villin.pdb", "topology.pdb: 20 residues, but the reference", "has 36")
     _one_line_error(*_analyze(capsys, sim_run, "--out", tmp_path / "z", "--reference", tmp_path / "none.pdb"),
                     "none.pdb", "no such file")
     # argparse rejects malformed options with exit 2 as well

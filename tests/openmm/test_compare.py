@@ -175,3 +175,58 @@ def test_the_flashschnet_step_options_are_checked_before_any_run(tmp_path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert not (out / "martini" / "run.json").exists()
+
+
+def test_analyse_only_checks_the_options_against_the_runs(tiny, capsys):
+    """--analyse-only re-analyses the runs as they ran: options that set them up and differ from their run.json are
+    one line listing every one (they were ignored silently); one that agrees passes; --threads is noted as unused."""
+    out, args, _ = tiny
+    base = [a for a in args if a not in ("--threads", "1")]
+    assert main(base + ["--analyse-only", "--replicas", "3", "--seed", "9", "--go"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--analyse-only re-analyses the runs as they ran" in err[0], err
+    for part in ("--replicas 3 (the flashschnet run's: 2)", "--seed 9 (the martini run's: 1)",
+                 "--seed 9 (the flashschnet run's: 1)", "--go True (the martini run's: False)"):
+        assert part in err[0], (part, err[0])
+    assert main(base + ["--analyse-only", "--seed", "1", "--threads", "2"]) == 0
+    assert "note: --threads: not used by --analyse-only" in capsys.readouterr().err
+
+
+# -- run directories under damage (issue 40; tests/fuzz/test_fuzz_run_dirs.py fuzzes the CG runs) ------------------
+
+#: the files of the comparison's runs fuzzed here (a seeded draw of damages each: tests/helpers/run_damage.py)
+DAMAGED_FILES = ["martini/run.json", "martini/topology.pdb", "martini/log.csv", "martini/trajectory.dcd",
+                 "martini/checkpoint.chk", "martini/system/cg.pdb", "martini/system/cleaned.pdb",
+                 "flashschnet/run.json", "flashschnet/log.csv", "flashschnet/replica_001.dcd",
+                 "flashschnet/cleaned.pdb"]
+
+
+def test_damaged_run_directories_are_refused_or_noted(tiny, tmp_path, monkeypatch):
+    """The MARTINI run and flashschnet-compare --analyse-only under damage, as tests/fuzz/test_fuzz_run_dirs.py does
+    for the CG runs: each drawn file deleted, emptied, truncated, overwritten with 0xFF or replaced by the other
+    run's file of its kind; flashschnet-analyze of the MARTINI run, flashschnet-martini --resume and
+    flashschnet-compare --analyse-only each refuse it in one line naming the file, or note it (and in their JSON
+    report's input_warnings), or give exactly the undamaged outcome; no traceback, the input files unchanged."""
+    from helpers.run_damage import Damage, Reader, pick_cases, quiet_readers
+
+    out, args, _ = tiny
+    captured = {}
+    quiet_readers(monkeypatch, captured)
+    analyse = [a for a in args if a not in ("--threads", "1")]
+    readers = [
+        Reader("analyze", "analyze", lambda run, o: [run / "martini", "--out", o, "--quiet"],
+               report=lambda run, o: o / "report.json"),
+        Reader("resume", "martini", lambda run, o: ["--resume", "--out", run / "martini", "--quiet", "--threads", "1"],
+               rewrites=True),
+        Reader("compare", "compare", lambda run, o: [str(run) if a == str(out) else a for a in analyse]
+               + ["--analyse-only"], report=lambda run, o: run / "comparison.json",
+               own=("comparison.json", "comparison.md", "comparison.png", "sampling.png")),
+    ]
+    other = {"martini": "flashschnet", "flashschnet": "martini"}
+    like = {"trajectory.dcd": "replica_000.dcd", "replica_001.dcd": "trajectory.dcd", "system/cg.pdb": "cleaned.pdb",
+            "system/cleaned.pdb": "cleaned.pdb", "cleaned.pdb": "system/cleaned.pdb"}
+    donors = {f: out / other[f.split("/")[0]] / like.get(f.split("/", 1)[1], f.split("/", 1)[1]) for f in DAMAGED_FILES}
+    fuzz = Damage("cmp", out, tmp_path, readers, donors, captured)
+    fuzz.baseline()
+    cases = pick_cases(DAMAGED_FILES, 14, 40)
+    assert sum(fuzz.check(f, d, seed) for f, d, seed in cases) >= 3 * (len(cases) - 2), fuzz.log

@@ -11,6 +11,7 @@ import torch
 from conftest import EXAMPLES, oracle_path, platforms
 from flashschnet import load_model, map_pdb
 from flashschnet.errors import InputError
+from flashschnet.openmm.doctor import known_xml_crash_here
 from flashschnet.openmm.force import add_network_force, network_module
 from flashschnet.openmm.system import (NETWORK_GROUP, PRIOR_GROUP, build_replica_systems, build_system,
                                        replica_positions_nm)
@@ -141,6 +142,8 @@ def test_system_with_priors_matches_model_plus_priors(fixture_a, platform):
     assert np.allclose(f_all, f_net + f_pri, rtol=0, atol=1e-6 * np.abs(f_all).max())
 
 
+@pytest.mark.skipif(known_xml_crash_here(), reason="openmm 8.6 with openmm-torch 1.10: reading back a TorchForce's "
+                                                   "XML segfaults (the doctor's warning; docs/install.md)")
 def test_system_xml_round_trip(fixture_a):
     """A System with the network survives XmlSerializer (flashschnet is imported, as it must be)."""
     mol = _chignolin(fixture_a)

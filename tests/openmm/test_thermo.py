@@ -11,8 +11,11 @@ walkers' mixing (flashschnet.openmm.exchange_diagnostics), checked against exact
   crosses 0.5 at T = eps / (kB ln g) and whose heat capacity peaks where the exact formula does: the melting
   temperatures within 4 bootstrap standard deviations, the reweighted F(Q, Rg) giving the exact populations;
 * the mixing diagnostics of hand-written exchanges.csv/walkers.csv with known round trips and acceptances;
+* the thresholds below which MBAR's figures are not trusted (uncorrelated samples per rung, round trips, neighbour
+  overlap), on synthetic numbers and samples: warned about, the melting temperatures withheld;
 * flashschnet-analyze on a tiny trp-cage tempering run (3 rungs, 40 steps): thermo.csv, report.json/md and
-  exchange_diagnostics.json; and bad input (a plain run, no topology, temperatures outside the ladder or garbled)
+  exchange_diagnostics.json, and its warnings (far too little data for MBAR: melting temperatures withheld); and
+  bad input (a plain run, no topology, temperatures outside the ladder or garbled)
   refused in one line, exit 2, nothing written.
 """
 from __future__ import annotations
@@ -208,6 +211,97 @@ def test_exchange_diagnostics_count_round_trips_acceptance_and_occupancy(tmp_pat
         diagnostics(str(tmp_path), temps[:2])
 
 
+# -- too little data for MBAR: the thresholds (flashschnet.openmm.analyze_sufficiency) --------------------------
+def test_mbar_sufficiency_thresholds_on_synthetic_numbers():
+    """Exactly at each threshold: sufficient, no warning; one below any of them: that quantity fails, with one
+    warning naming it, its value, the threshold and what to do; without exchanges.csv round trips are not judged."""
+    from flashschnet.openmm.analyze_sufficiency import (MIN_NEIGHBOUR_OVERLAP, MIN_ROUND_TRIPS_PER_WALKER,
+                                                        MIN_SAMPLES_PER_TEMPERATURE, mbar_sufficiency)
+
+    def check(samples=MIN_SAMPLES_PER_TEMPERATURE, trips=MIN_ROUND_TRIPS_PER_WALKER * 3, overlap=MIN_NEIGHBOUR_OVERLAP,
+              exchange=True):
+        states = [{"temperature_K": t, "samples": n} for t, n in ((300.0, 80), (350.0, samples), (400.0, 90))]
+        pairs = [{"T_lo_K": 300.0, "T_hi_K": 350.0, "overlap": 0.2},
+                 {"T_lo_K": 350.0, "T_hi_K": 400.0, "overlap": overlap}]
+        ex = {"temperatures_K": [300.0, 350.0, 400.0], "round_trips_total": trips, "steps": 5000} if exchange else None
+        return mbar_sufficiency(states, pairs, ex)
+
+    ok = check()
+    assert ok["sufficient"] and ok["failed"] == [] and ok["warnings"] == [] and ok["reason"] is None
+    assert (ok["min_samples"], ok["min_samples_T_K"], ok["round_trips"], ok["round_trips_needed"]) == (50, 350.0, 3, 3)
+    assert ok["min_neighbour_overlap"] == MIN_NEIGHBOUR_OVERLAP and ok["min_overlap_pair_K"] == [350.0, 400.0]
+    for kwargs, failed, needles in (
+            ({"samples": 49}, "samples", ["49 uncorrelated samples at 350.0 K", "the 50 per temperature",
+                                          "run longer"]),
+            ({"trips": 2}, "round_trips", ["2 walker round trip(s) 300.0 -> 400.0 -> 300.0 K in 5000 steps",
+                                           "the 3 needed", "run longer"]),
+            ({"trips": 0}, "round_trips", ["no walker completed a round trip 300.0 -> 400.0 -> 300.0 K"]),
+            ({"overlap": 0.029}, "overlap", ["overlap 0.029 between 350.0 and 400.0 K", "below 0.03",
+                                             "put a temperature between them"])):
+        r = check(**kwargs)
+        assert not r["sufficient"] and r["failed"] == [failed] and len(r["warnings"]) == 1, r
+        assert r["warnings"][0].startswith("MBAR: ") and "melting temperatures withheld" in r["warnings"][0]
+        assert all(n in r["warnings"][0] for n in needles), r["warnings"][0]
+        assert r["reason"].startswith("too little data for MBAR: ")
+    r = check(samples=10, trips=0, overlap=0.001, exchange=False)
+    assert r["failed"] == ["samples", "overlap"] and r["round_trips"] is None and len(r["warnings"]) == 2
+
+
+def _synthetic_records(temps, frames, seed):
+    """Records as analyze_series makes them (log rows and frames at steps 10, 20, ...) of the exact two-state
+    system above sampled independently at ``temps``."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for t in temps:
+        unfolded = rng.random(frames) < _unfolded(t)
+        steps = np.arange(1, frames + 1) * 10
+        records.append({"temperature_K": t, "file": f"T{t:.1f}.dcd", "step": steps, "q": np.where(unfolded, 0.0, 1.0),
+                        "rg_nm": np.where(unfolded, 1.2, 0.8) + 0.01 * rng.standard_normal(frames),
+                        "rmsd_nm": np.where(unfolded, 0.6, 0.1) + 0.01 * rng.standard_normal(frames),
+                        "log": {"step": steps, "potential_energy_kJ_mol": np.where(unfolded, EPS, 0.0)}})
+    return records
+
+
+def test_enough_samples_keep_the_melting_temperatures_too_few_withhold_them(tmp_path):
+    """tempering_thermo on synthetic rungs (no exchanges.csv: round trips not judged): 300 independent samples per
+    rung pass every threshold (melting temperatures reported, no warning, surfaces reliable); 30 per rung fail the
+    samples threshold: one warning, the melting temperatures None with the reason, the surfaces unreliable."""
+    from flashschnet.openmm import thermo_report
+    from flashschnet.openmm.analyze_thermo import tempering_thermo
+
+    temps = list(np.linspace(320.0, 380.0, 4))
+    for frames, sufficient in ((300, True), (30, False)):
+        notes = []
+        thermo, exchange, warnings = tempering_thermo(str(tmp_path), _synthetic_records(temps, frames, 5), temps, {},
+                                                      [320.0, 340.0, 360.0, 380.0], None, 0, 5, notes)
+        enough, m = thermo["sufficiency"], thermo["melting"]
+        assert exchange is None and enough["round_trips"] is None and enough["sufficient"] is sufficient
+        assert 0 < enough["min_neighbour_overlap"] and "warnings" not in enough
+        md = thermo_report.markdown({"thermo": thermo, "exchange": None, "warnings": warnings})
+        if sufficient:
+            assert warnings == [] and enough["min_samples"] >= 50 and "withheld" not in m
+            assert m["q_half_K"] == pytest.approx(TM, abs=10) and all(s["reliable"] for s in thermo["fes"])
+            assert f"<Q> = 0.5: {m['q_half_K']:.1f} K" in md and "nreliable" not in md and "Warnings" not in md
+        else:
+            assert "<Q> = 0.5: not reported: too little data for MBAR" in md and "**Unreliable:" in md
+            assert enough["failed"] == ["samples"] and len(warnings) == 2, warnings    # and the surfaces' frames
+            assert "uncorrelated samples" in warnings[0] and "effective frames" in warnings[1]
+            assert m["heat_capacity_peak_K"] is m["q_half_K"] is m["heat_capacity_peak_err_K"] is None
+            assert m["withheld"] == enough["reason"] and "at least 50 per temperature" in m["withheld"]
+            assert not any(s["reliable"] for s in thermo["fes"])
+
+
+def test_neighbour_overlap_is_small_between_distant_temperatures():
+    """Harmonic energies U ~ Gamma(15, kB T), 200 exact samples per state: 300 and 310 K overlap well, 310 and 900 K
+    hardly (their energy distributions barely touch); given out of order, pairs come in increasing T."""
+    rng = np.random.default_rng(3)
+    temps = [900.0, 300.0, 310.0]
+    fit = ThermoFit(temps, [rng.gamma(15.0, KB * t, 200) for t in temps])
+    pairs = fit.neighbour_overlap()
+    assert [(p["T_lo_K"], p["T_hi_K"]) for p in pairs] == [(300.0, 310.0), (310.0, 900.0)]
+    assert pairs[0]["overlap"] > 0.3 and pairs[1]["overlap"] < 0.03, pairs
+
+
 # -- flashschnet-analyze on a tiny trp-cage tempering run --------------------------------------------------------
 PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
 MODEL = str(EXAMPLES / "trpcage_placeholder.pt")
@@ -226,11 +320,24 @@ def _analyze(capsys, *argv):
     return rc, capsys.readouterr().err
 
 
-def test_analyze_writes_thermo_csv_and_exchange_diagnostics(pt_run, tmp_path, capsys):
-    out = tmp_path / "a"
-    rc, err = _analyze(capsys, pt_run, "--out", out, "--temperatures-out", "300:400:5", "--fes-temperatures",
-                       "320", "--bootstrap", "10")
-    assert rc == 0, err
+@pytest.fixture(scope="module")
+def pt_analysis(pt_run, tmp_path_factory):
+    """flashschnet-analyze of the tiny run, once for the tests that read it: (its --out, its stderr)."""
+    import contextlib
+    import io
+
+    from flashschnet.scripts.analyze import main
+
+    out, err = tmp_path_factory.mktemp("pt_analysis") / "a", io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = main([str(pt_run), "--out", str(out), "--temperatures-out", "300:400:5", "--fes-temperatures", "320",
+                   "--bootstrap", "10", "--quiet"])
+    assert rc == 0, err.getvalue()
+    return out, err.getvalue()
+
+
+def test_analyze_writes_thermo_csv_and_exchange_diagnostics(pt_run, pt_analysis):
+    out, err = pt_analysis
     with open(out / "thermo.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [float(r["temperature_K"]) for r in rows] == [300.0, 325.0, 350.0, 375.0, 400.0]
@@ -260,6 +367,28 @@ def test_analyze_writes_thermo_csv_and_exchange_diagnostics(pt_run, tmp_path, ca
     assert "thermo.csv: 5 temperatures" in err
 
 
+def test_a_short_run_warns_and_withholds_the_melting_temperatures(pt_analysis):
+    """The tiny run (4 samples per rung, no round trip) is far below the MBAR thresholds: report.json says so
+    (``thermo.sufficiency``, ``warnings``), the melting temperatures are null with the reason, and every MBAR warning
+    is on stderr once and in report.md, which writes the melting temperatures as "not reported"."""
+    out, err = pt_analysis
+    rep = json.loads((out / "report.json").read_text())
+    enough, m = rep["thermo"]["sufficiency"], rep["thermo"]["melting"]
+    assert not enough["sufficient"] and enough["failed"][:2] == ["samples", "round_trips"]
+    assert (enough["min_samples"], enough["round_trips"], enough["round_trips_needed"]) == (4, 0, 3)
+    assert enough["thresholds"] == {"min_samples_per_temperature": 50, "min_round_trips_per_walker": 1,
+                                    "min_neighbour_overlap": 0.03}
+    assert m["heat_capacity_peak_K"] is None and m["q_half_K"] is None and m["withheld"] == enough["reason"]
+    mbar = [w for w in rep["warnings"] if w.startswith("MBAR: ")]
+    assert len(mbar) >= 2 and "4 uncorrelated samples at 300.0 K" in mbar[0] and "the 3 needed" in mbar[1]
+    md = (out / "report.md").read_text()
+    assert "heat-capacity maximum: not reported: too little data for MBAR" in md and "**Unreliable:" in md
+    for w in rep["warnings"]:
+        assert err.count(f"warning: {w}") == 1 and f"* {w}" in md
+    assert err.count("no walker completed a round trip") == 1                 # the mixing's own line not repeated
+    assert "heat-capacity peak withheld" in err and (out / "thermo.csv").exists()
+
+
 def _copy(src, dst):
     shutil.copytree(src, dst)
     return dst
@@ -274,13 +403,15 @@ def _one_line(rc, err, *needles):
 
 def test_thermo_bad_input_is_one_line_and_exit_2(pt_run, tmp_path, capsys):
     never = tmp_path / "never"
-    # a plain run: the same directory without its ladder (no run.json temperatures, no T<K>.dcd)
+    # a plain run (an ensemble of 3 replicas at one temperature): the same directory without its ladder (no run.json
+    # temperatures, no T<K>.dcd, walkers.csv or exchanges.csv)
     plain = _copy(pt_run, tmp_path / "plain")
     for name in os.listdir(plain):
-        if name.startswith("T") and name.endswith(".dcd"):
+        if name.startswith("T") and name.endswith(".dcd") or name in ("walkers.csv", "exchanges.csv"):
             os.remove(plain / name)
     cfg = json.loads((plain / "run.json").read_text())
     cfg.pop("temperatures")
+    cfg["replicas"] = 3
     (plain / "run.json").write_text(json.dumps(cfg))
     for option, value in (("--temperatures-out", "300:400:3"), ("--fes-temperatures", "300"), ("--bootstrap", "5")):
         _one_line(*_analyze(capsys, plain, "--out", never, option, value), option, "not a parallel-tempering run")

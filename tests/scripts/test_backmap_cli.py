@@ -63,6 +63,17 @@ def test_backmap_one_structure_with_hydrogens(run_dir, tmp_path, capsys):
     pdb = app.PDBFile(str(out / "topology_allatom.pdb"))
     assert any(a.element.symbol == "H" for a in pdb.topology.atoms())
     app.ForceField("amber14-all.xml").createSystem(pdb.topology)
+    # an earlier backmap in --out is kept unless --force (as flashschnet-analyze keeps a report)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    rc, err = _backmap(capsys, "--structure", run_dir / "topology.pdb", "--reference", run_dir / "cleaned.pdb",
+                       "--out", out)
+    lines = err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and "a backmap is already there; pass --force" in lines[0], err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    rc, err = _backmap(capsys, "--structure", run_dir / "topology.pdb", "--reference", run_dir / "cleaned.pdb",
+                       "--side-chains", "templates", "--force", "--out", out)
+    assert rc == 0, err
+    assert json.loads((out / "backmap.json").read_text())["settings"]["side_chains"] == "templates"
 
 
 def _refused(rc, err, out, *needles):
@@ -85,7 +96,7 @@ def test_run_directory_without_topology(run_dir, tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, needles", [
     (["--frames", "500:600"], ["--frames 500:600", "has 3 frames (0 to 2)"]),
-    (["--replica", "3"], ["--replica 3", "has replicas 0 to 0"]),
+    (["--replica", "3"], ["--replica 3", "has no replica 3", "choose among 0"]),
     (["--temperature", "300"], ["--temperature 300", "not a parallel-tempering run"]),
 ])
 def test_bad_choices_of_frames(run_dir, tmp_path, capsys, argv, needles):
@@ -196,7 +207,14 @@ def test_backmap_one_temperature_of_a_tempering_run(tempering_run, tmp_path, cap
     got = traj.xyz[:, traj.topology.select("name CA")]
     off = {t: float(np.abs(got - b).max()) for t, b in beads.items()}
     assert off[mid] < 0.05 and min(off[300.0], off[400.0]) > off[mid], off
-    rc, err = _backmap(capsys, tempering_run, "--frames", "0", "--out", tmp_path / "lowest")
+    # (a copy with its checkpoint emptied: what the run directory lacks is a note, and backmap.json's input_warnings)
+    damaged = tmp_path / "damaged"
+    shutil.copytree(tempering_run, damaged)
+    (damaged / "checkpoint.chk").write_bytes(b"")
+    rc, err = _backmap(capsys, damaged, "--frames", "0", "--out", tmp_path / "lowest")
     assert rc == 0 and "backmapping its lowest temperature, 300.0 K" in err and "of 300.0 K" in err, err
+    assert "note: checkpoint.chk: empty; the run cannot be resumed from it" in err
+    warned = json.loads((tmp_path / "lowest" / "backmap.json").read_text())["input_warnings"]
+    assert len(warned) == 1 and warned[0].startswith("checkpoint.chk: empty")
     rc, err = _backmap(capsys, tempering_run, "--temperature", "330", "--out", tmp_path / "none")
     _refused(rc, err, tmp_path / "none", "--temperature 330: not a temperature of", "300, 346.41, 400 K")

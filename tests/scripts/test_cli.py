@@ -158,6 +158,17 @@ def test_bad_model_file_through_the_cli(tmp_path, capsys):
     assert not (tmp_path / "o" / "run.json").exists()
 
 
+def test_an_out_that_cannot_be_a_folder_is_refused_before_the_model_loads(tmp_path, capsys):
+    """--out naming a file, or a path below one: one line, before any note of loading the model."""
+    (tmp_path / "file").write_text("mine")
+    for out, says in ((tmp_path / "file", "exists and is not a directory"),
+                      (tmp_path / "file" / "run", f"{tmp_path / 'file'} is a file, not a directory")):
+        rc = main([PDB, "--model", MODEL, "--steps", "10", "--out", str(out), "--quiet"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and says in err[0] and f"--out {out}" in err[0], err
+    assert (tmp_path / "file").read_text() == "mine"
+
+
 def test_entry_point_run_without_traceback(tmp_path):
     """The installed command on a bad PDB: status 2, one line on stderr, no traceback."""
     pdb = tmp_path / "water.pdb"

@@ -51,3 +51,16 @@ def test_the_docs_tables_are_the_benchmarks_own_rendering_of_its_json():
     readme = next(line for line in (ROOT / "README.md").read_text().splitlines() if "next to MARTINI 3" in line)
     for key in (("FlashSchNet default", 1, 1), ("FlashSchNet default", 1, 4), ("FlashSchNet DMTS 5/2.5 fs", 1, 1)):
         assert f"{rows[key]['vs_martini_aggregate']:.2f}×" in readme, key
+
+
+def test_the_docs_dmts_table_is_the_rendering_of_its_json():
+    """docs/sampling.md's DMTS table is :func:`flashschnet.openmm.benchmark.dmts.table` of docs/dmts-trpcage.json
+    (not typed by hand)."""
+    import json
+
+    from flashschnet.openmm.benchmark.dmts import table as dmts_table
+
+    report = json.loads((ROOT / "docs" / "dmts-trpcage.json").read_text())
+    rendered = dmts_table(report)
+    assert rendered.count("\n") == 2 + len(report["candidates"])
+    assert rendered in (ROOT / "docs" / "sampling.md").read_text()

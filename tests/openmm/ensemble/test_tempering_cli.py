@@ -99,6 +99,21 @@ def test_tempering_run_writes_walkers_rungs_exchanges_and_resumes_bitwise(tmp_pa
         assert np.array_equal(read_dcd(str(straight / f"{name}.dcd")), read_dcd(str(split / f"{name}.dcd"))), name
 
 
+def test_the_exchange_summaries_are_lines_of_their_own_beside_the_progress_bar(tmp_path, tiny, capsys):
+    """With the progress bar on, each checkpoint's exchange summary starts its own line (tqdm clears the bar
+    first), never glued to the end of the bar."""
+    argv = [a for a in _args(tmp_path / "p", tiny, 60, "--temperatures", LADDER, "--checkpoint-interval", "20")
+            if a != "--quiet"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    shown = [line.split("\r")[-1] for line in err.split("\n")]     # what a terminal shows of each line
+    summaries = [line for line in shown if ": step " in line and "exchange acceptance" in line]
+    assert len(summaries) == 2, err                               # steps 20 and 40 (not the last step, 60)
+    for line in summaries:
+        assert line.startswith("flashschnet-simulate: step "), repr(line)
+    assert "walkers:" in err or "4 walkers" in err                # the bar was on
+
+
 def test_pure_ensemble_of_blocks_in_one_process(tmp_path, tiny, capsys):
     """--replicas 3 --blocks 2: two Contexts (2 + 1 replicas) with their own seeds, one temperature, no exchanges."""
     out = tmp_path / "e"

@@ -106,7 +106,7 @@ def test_missing_forcefield_files_one_line(tmp_path, capsys):
     assert rc == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("flashschnet-martini: error:")
-    assert "martini_v3.0.0_ions_v1.itp" in err[0] and "get_martini_forcefield.sh" in err[0]
+    assert "martini_v3.0.0_ions_v1.itp" in err[0] and "flashschnet-martini --fetch-forcefield DIR" in err[0]
     rc = main([PDB, "--forcefield-dir", str(tmp_path / "nowhere"), "--steps", "10", "--out", str(tmp_path / "o"),
                "--quiet"])
     assert rc == 2 and "is not a folder" in capsys.readouterr().err

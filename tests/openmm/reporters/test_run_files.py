@@ -20,18 +20,35 @@ from flashschnet.openmm.reporters import (CHECKPOINT_MAGIC, CSVFile, ReplicaLog,
 
 def test_one_checkpoint_file_with_or_without_an_openmm_state(tmp_path):
     """The layout every checkpoint has (plain runs, walker blocks, an ensemble's run checkpoint): magic, the header's
-    length, the JSON header, then OpenMM's state, if any."""
+    length, the JSON header (with the state's sha256, when there is a state), then OpenMM's state, if any. A state
+    that does not match its sha256 (damaged or cut short), a header cut short or garbled, or another file is one
+    InputError line naming the file (issue 40); a checkpoint of an older version (no sha256) still reads."""
+    import hashlib
+
     meta = {"step": 20, "dcd_bytes": [1, 2], "dropped": []}
     for name, state in (("run.chk", b"openmm state"), ("ensemble.chk", b"")):
         path = tmp_path / name
         write_checkpoint(str(path), meta, state)
-        header = json.dumps(meta).encode()
+        stored = dict(meta, state_sha256=hashlib.sha256(state).hexdigest()) if state else meta
+        header = json.dumps(stored).encode()
         assert path.read_bytes() == CHECKPOINT_MAGIC + struct.pack("<Q", len(header)) + header + state
         assert read_checkpoint(str(path)) == (meta, state)
     assert not list(tmp_path.glob("*.tmp"))
-    (tmp_path / "other.chk").write_bytes(b"not a checkpoint at all")
-    with pytest.raises(ValueError, match="not a flashschnet checkpoint"):
-        read_checkpoint(str(tmp_path / "other.chk"))
+    data = (tmp_path / "run.chk").read_bytes()
+    older = json.dumps(meta).encode()
+    for name, content, message in (
+            ("other.chk", b"not a checkpoint at all", "not a flashschnet checkpoint"),
+            ("empty.chk", b"", "empty"),
+            ("cut_state.chk", data[:-3], "OpenMM state is damaged or cut short"),
+            ("flipped_state.chk", data[:-3] + b"\xff\xff\xff", "OpenMM state is damaged or cut short"),
+            ("cut_header.chk", data[:30], "cut short inside its header"),
+            ("garbled_header.chk", data[:20] + b"\xff" * 8 + data[28:], "header is damaged")):
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(InputError, match=message) as exc:
+            read_checkpoint(str(tmp_path / name))
+        assert name in str(exc.value) and "\n" not in str(exc.value)
+    (tmp_path / "older.chk").write_bytes(CHECKPOINT_MAGIC + struct.pack("<Q", len(older)) + older + b"state")
+    assert read_checkpoint(str(tmp_path / "older.chk")) == (meta, b"state")
 
 
 def test_a_csv_file_starts_with_its_header_appends_and_is_cut_back_to_a_recorded_size(tmp_path):

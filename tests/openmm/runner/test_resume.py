@@ -133,6 +133,7 @@ def test_open_run_dir_updates_run_json_only_when_there_is_something_to_do(stored
     (out / "run.json").write_text(json.dumps(stored))
     (out / "checkpoint.chk").write_bytes(b"placeholder")
     monkeypatch.setattr("flashschnet.openmm.runner.directory.resumed_step", lambda out: 100)
+    monkeypatch.setattr("flashschnet.openmm.runner.directory.check_run_files", lambda out: {})    # no files here
     open_run_dir(str(out), True, _current(steps=80), FIXED, given=["steps"], files=FILES)
     assert json.loads((out / "run.json").read_text())["steps"] == 100      # already past 80: untouched
     open_run_dir(str(out), True, _current(steps=300), FIXED, given=["steps"], files=FILES)
