@@ -1,6 +1,7 @@
 """Loading user files safely: plain data only (``weights_only=True``), one-line errors."""
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import re
@@ -82,4 +83,17 @@ def load_plain(path, what: str = "model") -> Dict[str, Any]:
         raise InputError(f"{path}: not a readable {what} file ({_what_is_wrong(path, exc)})") from None
     if not isinstance(obj, dict):
         raise InputError(f"{path}: holds a {type(obj).__name__}, not a {what} dict")
+    return obj
+
+
+def read_json_object(path: str, then: str) -> dict:
+    """The JSON object in ``path``; a file that cannot be read, is not JSON or not an object is one
+    :class:`InputError` line naming it, ending with ``then`` (what to do)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"{path}: unreadable ({exc}); {then}") from None
+    if not isinstance(obj, dict):
+        raise InputError(f"{path}: not a JSON object; {then}")
     return obj

@@ -39,6 +39,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from ..errors import InputError
+from ..safeload import read_json_object
 from .dcd import DCDHeader, read_dcd, read_header
 from .run_checks import step_fs  # noqa: F401  (its home for its users: analyze, compare)
 
@@ -193,6 +194,7 @@ def interval_walls(log: Dict[int, Dict[str, np.ndarray]], dt_fs: float) -> Dict[
     return walls
 
 
+
 class RunDir:
     """A run directory of ``flashschnet-simulate`` or ``flashschnet-martini`` (see the module docstring): the one
     reader of its files, for every command that consumes one.
@@ -299,13 +301,7 @@ class RunDir:
             self.note("run.json: missing; the settings come from the trajectory headers")
             self._cfg = {}
             return self._cfg
-        try:
-            with open(path, encoding="utf-8") as f:
-                cfg = json.load(f)
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise InputError(f"{path}: unreadable ({exc}); {restore}") from None
-        if not isinstance(cfg, dict):
-            raise InputError(f"{path}: not a JSON object; {restore}")
+        cfg = read_json_object(path, restore)
         from .run_checks import check_settings
 
         check_settings(self, cfg)

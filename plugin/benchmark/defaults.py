@@ -1,7 +1,7 @@
 """The benchmark's default structure and model, available from an installed package (no checkout needed).
 
 * structure: BPTI, ``examples/4PTI_bpti.pdb`` (284 beads in the 5-bead mapping), shipped as package data of
-  ``flashschnet.examples`` and found with :mod:`importlib.resources`;
+  ``flashschnet.examples`` and found with :func:`flashschnet.examples.example_path`;
 * model: a CGSchNet built in code with exactly the hyper-parameters of the mlcg oracle
   ``tests/data/oracles/mlcg_schnet_A.pt`` (mlcg ``StandardSchNet``: hidden 128, filters 128, 3 interaction
   blocks, 50 Gaussian radial basis functions, 15 A cutoff, cosine envelopes, output network 128-64-1, tanh,
@@ -45,12 +45,10 @@ DEFAULT_MODEL_LABEL = (f"built-in CGSchNet (hyper-parameters of mlcg_schnet_A: h
 
 @contextlib.contextmanager
 def default_pdb() -> Iterator[Path]:
-    """The path of the packaged BPTI structure (a real file for as long as the context lasts, also when the
-    package is not on a file system)."""
-    from importlib.resources import as_file, files
+    """The path of the packaged BPTI structure (a context, as callers use it)."""
+    from flashschnet.examples import example_path
 
-    with as_file(files("flashschnet.examples") / DEFAULT_PDB_NAME) as path:
-        yield Path(path)
+    yield Path(example_path(DEFAULT_PDB_NAME))
 
 
 def default_model(backend: Optional[str] = None, dtype=None, device="cpu", matmul: str = "auto",

@@ -167,14 +167,18 @@ def table(report: Dict[str, object], target_K: float = 300.0) -> str:
     """The Markdown table of a ``tools/dmts_validate.py`` JSON (docs/sampling.md): reference B against reference A
     (the noise floor), then each candidate: kinetic temperature per replica, the stability verdict (the worst
     replica's deviation), and the JSD ± bootstrap SD of each observable against reference A. A run that blew up
-    (exit status 3) says so in its temperature column."""
+    (exit status 3) says so in its temperature column. Without reference B (no ``noise``), the first row is
+    reference A's temperatures alone."""
     cands = report["candidates"]
     first = next(c for c in cands.values() if "overlap" in c)
     ref = first["reference_stability"]
-    lines = ["| candidate (outer/inner fs) | kinetic T per replica, K | stable (2 %) | JSD Rg | JSD Q | JSD end-to-end "
-             "| JSD bonds | JSD angles |", "|---|---|---|---|---|---|---|---|",
-             f"| reference B (4 fs, noise floor) | {_temperatures(ref)} (ref. A) | {_verdict(ref, target_K)} | "
-             f"{_jsds(first['noise'])} |"]
+    head = ["| candidate (outer/inner fs) | kinetic T per replica, K | stable (2 %) | JSD Rg | JSD Q | JSD end-to-end "
+            "| JSD bonds | JSD angles |", "|---|---|---|---|---|---|---|---|"]
+    if "noise" in first:
+        lines = head + [f"| reference B (4 fs, noise floor) | {_temperatures(ref)} (ref. A) | "
+                        f"{_verdict(ref, target_K)} | {_jsds(first['noise'])} |"]
+    else:
+        lines = head + [f"| reference A (4 fs) | {_temperatures(ref)} | {_verdict(ref, target_K)} |  |  |  |  |  |"]
     for name, c in cands.items():
         if "overlap" not in c:
             lines.append(f"| {_label(name)} | no run (exit status {c.get('exit_status')}) | **no** |  |  |  |  |  |")

@@ -7,6 +7,7 @@ import os
 from typing import Dict, Iterable, List, Optional, Sequence
 
 from ...errors import InputError
+from ...safeload import read_json_object
 from .resume import resume_settings
 
 
@@ -89,15 +90,7 @@ def check_run_files(out: str) -> Dict[str, object]:
 
 def read_run_json(out: str) -> Dict[str, object]:
     """``OUT/run.json`` as a dict; a file that is not a JSON object is one :class:`InputError` line."""
-    path = os.path.join(out, "run.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            stored = json.load(f)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InputError(f"{path}: unreadable ({exc}); it should be the run.json the run wrote") from None
-    if not isinstance(stored, dict):
-        raise InputError(f"{path}: not a JSON object; it should be the run.json the run wrote")
-    return stored
+    return read_json_object(os.path.join(out, "run.json"), "it should be the run.json the run wrote")
 
 
 def resumed_step(out: str) -> int:
