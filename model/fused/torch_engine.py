@@ -105,6 +105,8 @@ class TableFilter:
         C[:, 1] *= self.inv_h
         self.coeffs = C.reshape(deg, 4 * Q).to(device=device, dtype=dtype)
         self.powers = torch.arange(deg, device=device, dtype=dtype)
+        #: what a pair's interval and Hermite weights depend on: blocks with equal knots share them in a step
+        self.knots = (n, Q, self.r_end)
         self.offsets = torch.arange(2 * Q, device=device)
 
     def _weights(self, d: torch.Tensor):
@@ -155,6 +157,8 @@ class _Loops:
         suffix = "f64" if dtype == torch.float64 else "f32"
         self.fwd, self.bwd = getattr(lib, f"msg_fwd_{suffix}"), getattr(lib, f"msg_bwd_{suffix}")
         self.tfwd, self.tbwd = getattr(lib, f"table_fwd_{suffix}"), getattr(lib, f"table_bwd_{suffix}")
+        self.tweights = getattr(lib, f"table_weights_{suffix}")
+        self.within = getattr(lib, f"pairs_within_{suffix}")
 
     @staticmethod
     def _p(t: torch.Tensor):
@@ -193,24 +197,42 @@ class _Loops:
                      self._p(gm), self._p(pos), self._p(d[a:]), self._p(gh_), self._p(gpos_))
         self._parallel(i.shape[0], (gh, gpos), run)
 
-    def table_fwd(self, src: "TableFilter", i, j, d, h, m):
+    def pairs_within(self, i, j, pos, rc: float):
+        """``(i, j, d)`` of the pairs ``(i, j)`` closer than ``rc``, in list order: what the engine's ``prepare``
+        computes as PyTorch ops, bitwise (one thread: this runs once per step)."""
+        P = i.shape[0]
+        oi, oj = torch.empty(P, dtype=torch.int64), torch.empty(P, dtype=torch.int64)
+        od = torch.empty(P, dtype=pos.dtype)
+        n = self.within(P, self._p(i), self._p(j), self._p(pos), rc, self._p(oi), self._p(oj), self._p(od))
+        return oi[:n], oj[:n], od[:n]
+
+    def table_weights(self, src: "TableFilter", d):
+        """``(ks [P] int64, wts [P, 4Q])``: every pair's table interval (-1: beyond the table) and Hermite weights,
+        once per step for all the blocks whose tables share ``src``'s knots (:attr:`TableFilter.knots`)."""
+        P = d.shape[0]
+        ks = torch.empty(P, dtype=torch.int64)
+        wts = torch.empty(P, 4 * src.Q, dtype=d.dtype)
+        self.tweights(P, src.Q, src.n - 1, self._p(d), self._p(src.coeffs), src.inv_h, src.r_end, self._p(ks),
+                      self._p(wts))
+        return ks, wts
+
+    def table_fwd(self, src: "TableFilter", ks, wts, i, j, h, m):
         F = h.shape[1]
 
         def run(a, b, m_):
             wbuf = torch.empty(2 * F, dtype=h.dtype)
-            self.tfwd(b - a, F, src.Q, src.n - 1, self._p(i[a:]), self._p(j[a:]), self._p(d[a:]),
-                      self._p(src.rows), self._p(src.coeffs), src.inv_h, src.r_end, self._p(h), self._p(m_),
-                      self._p(wbuf))
+            self.tfwd(b - a, F, src.Q, self._p(ks[a:]), self._p(wts[a:]), self._p(i[a:]), self._p(j[a:]),
+                      self._p(src.rows), self._p(h), self._p(m_), self._p(wbuf))
         self._parallel(i.shape[0], (m,), run)
 
-    def table_bwd(self, src: "TableFilter", i, j, d, h, gm, pos, gh, gpos):
+    def table_bwd(self, src: "TableFilter", ks, wts, i, j, d, h, gm, pos, gh, gpos):
         F = h.shape[1]
 
         def run(a, b, gh_, gpos_):
             wbuf = torch.empty(2 * F, dtype=h.dtype)
-            self.tbwd(b - a, F, src.Q, src.n - 1, self._p(i[a:]), self._p(j[a:]), self._p(d[a:]),
-                      self._p(src.rows), self._p(src.coeffs), src.inv_h, src.r_end, self._p(h), self._p(gm),
-                      self._p(pos), self._p(gh_), self._p(gpos_), self._p(wbuf))
+            self.tbwd(b - a, F, src.Q, self._p(ks[a:]), self._p(wts[a:]), self._p(i[a:]), self._p(j[a:]),
+                      self._p(d[a:]), self._p(src.rows), self._p(h), self._p(gm), self._p(pos), self._p(gh_),
+                      self._p(gpos_), self._p(wbuf))
         self._parallel(i.shape[0], (gh, gpos), run)
 
 
@@ -248,6 +270,7 @@ class TorchPairEngine:
         self.fused_loops = fused_loops
         self.loops: Optional[_Loops] = None
         self._radial = None
+        self._table_weights: dict = {}
 
     def prepare(self, positions: torch.Tensor) -> None:
         R, N = positions.shape[0], positions.shape[1]
@@ -273,13 +296,26 @@ class TorchPairEngine:
         # bitwise (and the skin shell is dropped once per step instead of once per block and pass).
         # the distances of the list's pairs, once per step; those of the kept pairs serve every block and both
         # passes
-        d = torch.empty(nl.i.shape[0], dtype=positions.dtype, device=positions.device)
-        for s in range(0, nl.i.shape[0], self.chunk):
-            rij = self.pos.index_select(0, nl.i[s:s + self.chunk]) - self.pos.index_select(0, nl.j[s:s + self.chunk])
-            d[s:s + self.chunk] = torch.linalg.vector_norm(rij, dim=-1)
-        sel = (d < self.basis.rc_graph).nonzero(as_tuple=True)[0]
-        self.i, self.j, self.d = nl.i.index_select(0, sel), nl.j.index_select(0, sel), d.index_select(0, sel)
+        if self.loops is not None:
+            self.i, self.j, self.d = self.loops.pairs_within(nl.i, nl.j, self.pos.contiguous(), self.basis.rc_graph)
+        else:
+            d = torch.empty(nl.i.shape[0], dtype=positions.dtype, device=positions.device)
+            for s in range(0, nl.i.shape[0], self.chunk):
+                rij = (self.pos.index_select(0, nl.i[s:s + self.chunk])
+                       - self.pos.index_select(0, nl.j[s:s + self.chunk]))
+                d[s:s + self.chunk] = torch.linalg.vector_norm(rij, dim=-1)
+            sel = (d < self.basis.rc_graph).nonzero(as_tuple=True)[0]
+            self.i, self.j, self.d = nl.i.index_select(0, sel), nl.j.index_select(0, sel), d.index_select(0, sel)
         self._radial = None
+        self._table_weights = {}
+
+    def _weights_of(self, src: "TableFilter"):
+        """The fused loops' interval and Hermite weights of this step's pairs for ``src``'s knots (computed by the
+        first block that needs them, shared by every block and both passes)."""
+        w = self._table_weights.get(src.knots)
+        if w is None:
+            w = self._table_weights[src.knots] = self.loops.table_weights(src, self.d)
+        return w
 
     def _chunks(self, src, with_rij: bool = False):
         """``(i, j, r_i - r_j or None, d, radial terms or None)`` per chunk; the radial terms of an exact filter
@@ -307,7 +343,7 @@ class TorchPairEngine:
         m = torch.zeros_like(h)
         h = h.contiguous()
         if self.loops is not None and isinstance(src, TableFilter):
-            self.loops.table_fwd(src, self.i, self.j, self.d, h, m)
+            self.loops.table_fwd(src, *self._weights_of(src), self.i, self.j, h, m)
             return m
         for i, j, _, d, rad in self._chunks(src):
             W = src.values(d, rad)
@@ -326,7 +362,7 @@ class TorchPairEngine:
         if self.loops is not None:
             pos = self.pos.contiguous()
             if isinstance(src, TableFilter):
-                self.loops.table_bwd(src, self.i, self.j, self.d, h, gm, pos, gh, gpos)
+                self.loops.table_bwd(src, *self._weights_of(src), self.i, self.j, self.d, h, gm, pos, gh, gpos)
                 return gh, gpos
             for i, j, _, d, rad in self._chunks(src):
                 W, dW = src.values_and_derivative(d, rad)

@@ -121,3 +121,55 @@ def test_split_over_threads_is_deterministic_and_equals_one_thread(monkeypatch, 
             assert rel_error(e3, e1) < 1e-13 and rel_error(f3, f1) < 1e-12
     finally:
         torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("F,Q", [(7, 3), (7, 2), (64, 3), (64, 2)],
+                         ids=["generic-quintic", "generic-cubic", "F64-quintic", "F64-cubic"])
+def test_table_kernels_equal_the_pytorch_lookup(F, Q):
+    """The table loops, compiled for F = 64 (Q = 2, 3) and generic otherwise, against TableFilter's PyTorch lookup
+    and index_add (float64), with the interval weights computed once and shared by both passes."""
+    from flashschnet.fused.layout import TableWeights
+    from flashschnet.fused.torch_engine import TableFilter, _Loops
+
+    g = torch.Generator().manual_seed(F + Q)
+    M, P, n, r_end = 13, 60, 33, 8.0
+    i = torch.randint(0, M, (P,), generator=g)
+    j = (i + torch.randint(1, M, (P,), generator=g)) % M
+    pos = torch.randn(M, 3, generator=g, dtype=torch.float64) * 3.0
+    d = torch.linalg.vector_norm(pos[i] - pos[j], dim=-1)          # some beyond r_end: those pairs are skipped
+    src = TableFilter(TableWeights(torch.randn(n, Q, F, generator=g), torch.rand(Q, F, generator=g) + 0.5, r_end),
+                      torch.float64, "cpu")
+    h, gm = torch.randn(M, F, generator=g, dtype=torch.float64), torch.randn(M, F, generator=g, dtype=torch.float64)
+    loops = _Loops(cpu_pairs.library(), torch.float64)
+    ks, wts = loops.table_weights(src, d)
+    assert torch.equal(ks < 0, d >= r_end) and bool((d >= r_end).any())
+    m = torch.zeros(M, F, dtype=torch.float64)
+    loops.table_fwd(src, ks, wts, i, j, h, m)
+    W, dW = src.values_and_derivative(d)
+    ref = torch.zeros(M, F, dtype=torch.float64).index_add_(0, i, W * h[j]).index_add_(0, j, W * h[i])
+    assert torch.allclose(m, ref, rtol=1e-13, atol=1e-13)
+    gh, gpos = torch.zeros(M, F, dtype=torch.float64), torch.zeros(M, 3, dtype=torch.float64)
+    loops.table_bwd(src, ks, wts, i, j, d, h, gm, pos, gh, gpos)
+    gh_ref = torch.zeros(M, F, dtype=torch.float64).index_add_(0, j, W * gm[i]).index_add_(0, i, W * gm[j])
+    dd = ((gm[i] * h[j] + gm[j] * h[i]) * dW).sum(-1)
+    v = (pos[i] - pos[j]) * (dd / d).unsqueeze(-1)
+    gpos_ref = torch.zeros(M, 3, dtype=torch.float64).index_add_(0, i, v).index_add_(0, j, -v)
+    assert torch.allclose(gh, gh_ref, rtol=1e-13, atol=1e-13) and torch.allclose(gpos, gpos_ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
+def test_kept_pairs_and_distances_are_bitwise_those_of_the_pytorch_ops(fixture_a, model64, dtype):
+    """The C pass that keeps a step's pairs within the cutoff gives the PyTorch path's pairs and distances bit for
+    bit, so turning the fused loops on or off moves nothing a run resumes from."""
+    nw, basis, filters = unpack(model64.to(dtype))
+    try:
+        pos = fixture_a["positions_A"].to(dtype).contiguous()
+        engines = [TorchPairEngine(basis, filters, skin=1.0, chunk=64, fused_loops=f) for f in (False, True)]
+        for e in engines:
+            e.prepare(pos)
+        assert engines[1].loops is not None and engines[0].loops is None
+        assert engines[0].i.shape[0] > 0
+        for name in ("i", "j", "d"):
+            assert torch.equal(getattr(engines[0], name), getattr(engines[1], name)), name
+    finally:
+        model64.double()
