@@ -105,9 +105,12 @@ class TableFilter:
         C[:, 1] *= self.inv_h
         self.coeffs = C.reshape(deg, 4 * Q).to(device=device, dtype=dtype)
         self.powers = torch.arange(deg, device=device, dtype=dtype)
-        #: what a pair's interval and Hermite weights depend on: blocks with equal knots share them in a step
-        self.knots = (n, Q, self.r_end)
         self.offsets = torch.arange(2 * Q, device=device)
+
+    @property
+    def knots(self) -> Tuple[int, int, float]:
+        """What a pair's interval and Hermite weights depend on: blocks with equal knots share them in a step."""
+        return self.n, self.Q, self.r_end
 
     def _weights(self, d: torch.Tensor):
         """``(rows [P, 2Q] int64, weights [P, 2, 2Q])``: each pair's table rows and their Hermite weights for

@@ -53,7 +53,6 @@ SOURCE = r"""
 #include <math.h>
 #include <string.h>
 
-#define MAXQ 3
 #define FMA_f32 fmaf
 #define FMA_f64 fma
 #define SQRT_f32 sqrtf
@@ -76,7 +75,8 @@ void msg_fwd_##S(int64_t P, int64_t F, const int64_t *restrict pi, const int64_t
     }                                                                                                         \
 }                                                                                                             \
                                                                                                               \
-static inline __attribute__((always_inline)) void pair_bwd_##S(int64_t F, int64_t i, int64_t j, const T *restrict w, const T *restrict dw,   \
+static inline __attribute__((always_inline)) void pair_bwd_##S(                                               \
+                                int64_t F, int64_t i, int64_t j, const T *restrict w, const T *restrict dw,   \
                                 const T *restrict h, const T *restrict gm, const T *restrict pos, T d,        \
                                 T *restrict gh, T *restrict gpos) {                                           \
     const T *restrict hi = h + i * F, *restrict hj = h + j * F;                                               \
@@ -118,7 +118,8 @@ int64_t pairs_within_##S(int64_t P, const int64_t *restrict pi, const int64_t *r
 }                                                                                                             \
                                                                                                               \
 /* the Hermite weights of one pair: wv[2Q] (value), wd[2Q] (derivative); returns the interval, -1 if d >= r_end */ \
-static inline __attribute__((always_inline)) int64_t weights_##S(T d, int64_t Q, int64_t nint, const T *restrict coeffs, T inv_h, T r_end,   \
+static inline __attribute__((always_inline)) int64_t weights_##S(                                             \
+                                  T d, int64_t Q, int64_t nint, const T *restrict coeffs, T inv_h, T r_end,   \
                                   T *restrict wv, T *restrict wd) {                                           \
     if (!(d < r_end)) return -1;                                                                              \
     T x = d * inv_h;                                                                                          \
@@ -148,7 +149,8 @@ void table_weights_##S(int64_t P, int64_t Q, int64_t nint, const T *restrict d, 
         ks[p] = weights_##S(d[p], Q, nint, coeffs, inv_h, r_end, wts + p * 4 * Q, wts + p * 4 * Q + 2 * Q);  \
 }                                                                                                             \
                                                                                                               \
-static inline __attribute__((always_inline)) void lookup_##S(int64_t F, int64_t R, const T *restrict rows, const T *restrict wv,             \
+static inline __attribute__((always_inline)) void lookup_##S(                                                 \
+                              int64_t F, int64_t R, const T *restrict rows, const T *restrict wv,             \
                               T *restrict out) {                                                              \
     for (int64_t c = 0; c < F; ++c) { out[c] = wv[0] * rows[c]; }                                             \
     for (int64_t r = 1; r < R; ++r) {                                                                         \
