@@ -6,11 +6,10 @@ by :class:`flashschnet.nn.schnet.CGSchNet`.
 """
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from .errors import InputError
-from .nn.quant import normalize_quantization
-from .nn.table import normalize_compression
+from .names import QUANT_DTYPES, TABLE_DTYPES, TABLE_ORDERS
 
 #: the units of mlcg's CG models (and the default of a new model): lengths in Angstrom, energies in kcal/mol
 DEFAULT_UNITS = {"length": "angstrom", "energy": "kcal/mol"}
@@ -29,6 +28,43 @@ def check_units(units: Dict[str, str], source: str = "the model") -> None:
             or units.get("energy") not in KNOWN_ENERGY_UNITS:
         raise InputError(f"{source}: unknown units {units!r} (length: {KNOWN_LENGTH_UNITS}, energy: "
                          f"{KNOWN_ENERGY_UNITS})")
+
+
+def quant_dtype_name(dtype) -> str:
+    """The name of a 16-bit storage dtype (a name, an alias fp16/half/bf16, or a torch dtype):
+    one of :data:`flashschnet.names.QUANT_DTYPES`; :class:`InputError` otherwise."""
+    text = str(dtype)
+    name = {"fp16": "float16", "half": "float16", "bf16": "bfloat16"}.get(text, text.replace("torch.", "", 1)
+                                                                            if text.startswith("torch.") else text)
+    if name not in QUANT_DTYPES:
+        raise InputError(f"quantization dtype must be float16 or bfloat16, got {dtype!r}")
+    return name
+
+
+def normalize_quantization(spec) -> Optional[Dict[str, object]]:
+    """Validate the config's ``quantization`` entry: None or ``{"dtype": name, "per_channel": bool}``."""
+    if spec is None:
+        return None
+    if not isinstance(spec, dict) or "dtype" not in spec:
+        raise InputError(f"model config: quantization must be null or {{dtype, per_channel}}, got {spec!r}")
+    return {"dtype": quant_dtype_name(spec["dtype"]), "per_channel": bool(spec.get("per_channel", True))}
+
+
+def normalize_compression(spec) -> Optional[Dict[str, object]]:
+    """Validate the config's ``compression`` entry: None or ``{"kind", "knots", "dtype"}``."""
+    if spec is None:
+        return None
+    if not isinstance(spec, dict) or not {"kind", "knots", "dtype"} <= set(spec):
+        raise InputError(f"model config: compression must be null or {{kind, knots, dtype}}, got {spec!r}")
+    kind, dt = str(spec["kind"]), str(spec["dtype"])
+    if kind not in TABLE_ORDERS:
+        raise InputError(f"model config: compression kind must be one of {', '.join(TABLE_ORDERS)}, got {kind!r}")
+    if dt not in TABLE_DTYPES:
+        raise InputError(f"model config: compression dtype must be one of {', '.join(TABLE_DTYPES)}, got {dt!r}")
+    knots = spec["knots"]
+    if isinstance(knots, bool) or not isinstance(knots, int) or knots < 2:
+        raise InputError(f"model config: compression knots must be an integer >= 2, got {knots!r}")
+    return {"kind": kind, "knots": int(knots), "dtype": dt}
 
 
 def normalize_config(config: Dict[str, Any]) -> Dict[str, Any]:

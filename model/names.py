@@ -27,6 +27,13 @@ VARIANTS = {
 #: else the exact filter networks; decided by :func:`flashschnet.options.resolve_compression`), "none" (the exact
 #: filter networks), or every block's filter network a table stored in that dtype (:func:`flashschnet.compress`)
 COMPRESSIONS = ("auto", "none", "float32", "float16", "bfloat16")
+#: storage dtypes of channel-wise 16-bit weights (:mod:`flashschnet.nn.quant`)
+QUANT_DTYPES = ("float16", "bfloat16")
+#: storage dtypes of a filter table (:mod:`flashschnet.nn.table`)
+TABLE_DTYPES = ("float64", "float32") + QUANT_DTYPES
+#: filter-table interpolant -> Q, the derivatives stored per knot (cubic Hermite: value and first; quintic: also
+#: the second)
+TABLE_ORDERS = {"cubic": 2, "quintic": 3}
 #: the table dtype "auto" chooses: its error vs float64 is float32 rounding's (docs/compression.md)
 AUTO_TABLES = "float32"
 #: knots per filter table unless given (docs/compression.md: the float32 tables' force error is ~5e-7 relative

@@ -15,9 +15,10 @@ import torch
 from .errors import InputError
 from .loaded import LoadedModel
 from .names import COMPRESSIONS, DEFAULT_KNOTS, VARIANTS
+from .config import normalize_compression
 from .nn.quant import QuantLinear, dtype_name
 from .nn.schnet import CGSchNet
-from .nn.table import ORDERS, TABLE_DTYPES, encode, knot_data, normalize_compression, table_end, table_lookup
+from .nn.table import ORDERS, TABLE_DTYPES, encode, knot_data, table_end, table_lookup
 
 #: the interpolant of :func:`compress` unless given (docs/compression.md: quintic beats cubic at equal bytes)
 DEFAULT_KIND = "quintic"

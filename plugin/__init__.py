@@ -16,8 +16,8 @@ if "openmm" in sys.modules:     # openmm came before torch: its openmm-torch plu
     load_late_torch_plugins()
 
 #: the package's names and the module of each
-_EXPORTS = {"add_network_force": "force", "create_torch_force": "force", "network_module": "force",
-            "add_model_forces": "system", "build_replica_systems": "system", "build_system": "system",
+_EXPORTS = {"create_torch_force": "force", "make_network_force": "force", "network_module": "force",
+            "add_model_forces": "system", "build_system": "system",
             "replica_positions_nm": "system", "cg_molecule_from_topology": "topology", "cg_topology": "topology",
             "write_cg_pdb": "topology", "conversion_factors": "units"}
 

@@ -200,7 +200,7 @@ def _walker_rungs(path: str, temps: np.ndarray) -> Optional[Dict[tuple, float]]:
     its T<K>.dcd); None when there is no such file or it cannot be read."""
     import csv
 
-    from .ensemble.ladder import rung_name
+    from .ladder import rung_name
 
     try:
         with open(path, newline="", encoding="utf-8") as f:

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import InputError
 from .analyze_sufficiency import MIN_FES_FRAMES, NO_ROUND_TRIP, mbar_sufficiency
-from .ensemble.ladder import split_temperatures
+from .ladder import split_temperatures
 from .run_options import tempering_only
 from .run_reader import step_fs
 

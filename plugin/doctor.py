@@ -102,7 +102,7 @@ def force_probe(platform: str) -> None:
     ``{"kind", "status", "energy_kj", "forces", "seconds"}`` (or ``"error"``) for each, then the model's own."""
     import numpy as np
 
-    from .force import add_network_force
+    from .force import make_network_force
     from .units import conversion_factors
 
     device = _device_for(platform)
@@ -125,7 +125,7 @@ def force_probe(platform: str) -> None:
             system = openmm.System()
             for _ in range(len(types)):
                 system.addParticle(12.0)
-            add_network_force(system, model, types, 1, kind=kind)
+            system.addForce(make_network_force(kind, model, types, 1))
             ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), plat, props)
             ctx.setPositions(pos_nm)
             st = ctx.getState(getEnergy=True, getForces=True)
@@ -195,14 +195,14 @@ def check_forces(platform: str, timeout: float = 180.0, env: Optional[Env] = Non
 def xml_probe() -> None:
     """(In a probe process.) A System with the tiny network's TorchForce through XmlSerializer and back,
     evaluated on Reference before and after."""
-    from .force import add_network_force
+    from .force import make_network_force
 
     model = tiny_model("torch", "cpu")
     pos, types = tiny_inputs("cpu")
     system = openmm.System()
     for _ in range(len(types)):
         system.addParticle(12.0)
-    add_network_force(system, model, types, 1, kind="torch")
+    system.addForce(make_network_force("torch", model, types, 1))
 
     def energy(s):
         ctx = openmm.Context(s, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("Reference"))

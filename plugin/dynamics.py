@@ -1,6 +1,6 @@
 """The dynamics of a CG System in one object: which forces, in which force groups, under which integrator.
 
-:class:`Dynamics` is built in one place (:func:`flashschnet.openmm.simulate.prepare`, from the run settings) and
+:class:`Dynamics` is built in one place (:func:`flashschnet.openmm.cg_setup.load_inputs`, from the run settings) and
 used alike by plain runs (:func:`flashschnet.openmm.runner.run_job`), parallel tempering and Dask ensembles (the
 walker blocks of :mod:`flashschnet.openmm.ensemble.block`):
 
@@ -32,7 +32,7 @@ import torch
 
 from ..errors import InputError
 from ..loaded import LoadedModel
-from .force import OpenMMNetwork, OuterNetwork, create_python_force, create_torch_force
+from .force import FORCE_NAME, OpenMMNetwork, OuterNetwork, make_network_force
 from .integrators import mts_integrator, tempering_integrator
 
 #: single stepping: the network's group and the priors' group (``getState(groups=...)`` splits energies)
@@ -108,8 +108,8 @@ class Dynamics:
             outer = OuterNetwork(module, inner)
             if network_force == "torch":
                 outer, inner = torch.jit.script(outer), torch.jit.script(inner)
-            _add_module(system, outer, network_force, OUTER_GROUP, torch_properties)
-            _add_module(system, inner, network_force, INNER_GROUP, torch_properties)
+            _add_module(system, outer, network_force, OUTER_GROUP, torch_properties, f"{FORCE_NAME} minus inner model")
+            _add_module(system, inner, network_force, INNER_GROUP, torch_properties, f"{FORCE_NAME} inner model")
             return
         from .inner_forces import add_inner_forces
 
@@ -140,37 +140,9 @@ class Dynamics:
                               outer_group=OUTER_GROUP, inner_group=INNER_GROUP)
 
 
-def _add_module(system, module, network_force: str, group: int, torch_properties) -> None:
-    if network_force == "torch":
-        system.addForce(create_torch_force(module, group, properties=torch_properties))
-    else:
-        system.addForce(create_python_force(None, None, module=module, force_group=group))
-
-
-def check_mts(mts: Optional[str], outer_dt_fs: Optional[float], step_fs: float, dt_fs: float,
-              max_dt_fs: float) -> None:
-    """Check a run's multiple-time-step settings: ``--outer-dt`` only with, and always with, ``--mts``; an outer
-    step ``step_fs`` (fs) in (0, ``max_dt_fs``] and a whole multiple of the inner step ``dt_fs``; one-line
-    :class:`InputError`."""
-    from .runner.settings import flag      # (here: the runner's job imports this module)
-
-    o, m, dt = flag("outer_dt_fs"), flag("mts"), flag("dt_fs")
-    if outer_dt_fs is not None and not mts:
-        raise InputError(f"{o} sets the outer step of multiple time stepping: it needs {m} INNER_MODEL "
-                         "(flashschnet-distill writes one)")
-    if not mts:
-        return
-    if not str(mts).strip():
-        raise InputError(f"{m} is empty; give an inner model file (flashschnet-distill MODEL PDB --out inner.pt)")
-    if outer_dt_fs is None:     # no default: the stable outer step is the model's and the inner model's, measured
-        raise InputError(f"{m} needs {o} FS, the outer step: measure the longest stable one for your model and "
-                         "inner model (tools/dmts_validate.py; docs/sampling.md has trp-cage's)")
-    if not (0.0 < step_fs <= max_dt_fs):
-        raise InputError(f"{o} {step_fs:g} fs is outside (0, {max_dt_fs:g}]")
-    k = step_fs / dt_fs
-    if round(k) < 1 or abs(k - round(k)) > 1e-9 * k:
-        raise InputError(f"{o} {step_fs:g} fs must be a whole multiple of {dt} {dt_fs:g} fs (the inner step), "
-                         f"e.g. {o} {2 * dt_fs:g}")
+def _add_module(system, module, network_force: str, group: int, torch_properties, name: str = FORCE_NAME) -> None:
+    system.addForce(make_network_force(network_force, None, None, force_group=group, module=module,
+                                       properties=torch_properties, name=name))
 
 
 def load_inner_for(path: str, mol):

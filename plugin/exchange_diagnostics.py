@@ -23,8 +23,8 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from ..errors import InputError
-from .ensemble.ladder import rung_name
-from .ensemble.records import EXCHANGE_COLUMNS
+from .ladder import rung_name
+from .ladder import EXCHANGE_COLUMNS
 
 #: a neighbour pair accepting fewer swaps than this is warned about
 LOW_ACCEPTANCE = 0.10

@@ -121,26 +121,31 @@ def _import_openmmtorch():
 CUDA_GRAPH_PROPERTIES = {"useCUDAGraphs": "true", "CUDAGraphWarmupSteps": "3"}
 
 
+#: the network force's name in a System (:meth:`openmm.Force.getName`)
+FORCE_NAME = "CGSchNet"
+
+
 def create_torch_force(module: torch.jit.ScriptModule, force_group: int = 0,
-                       properties: Optional[Dict[str, str]] = None) -> "openmmtorch.TorchForce":
+                       properties: Optional[Dict[str, str]] = None, name: str = FORCE_NAME) -> "openmmtorch.TorchForce":
     """A ``TorchForce`` running ``module`` (from :func:`network_module`), with forces returned by the
     module (``setOutputsForces(True)``). openmm-torch is imported here, not at module import, so the rest of
     :mod:`flashschnet.openmm` (e.g. the PythonForce path) works where openmm-torch is absent.
 
     ``properties``: openmm-torch ``TorchForce`` properties to set (``setProperty``), e.g.
-    :data:`CUDA_GRAPH_PROPERTIES`; default none (openmm-torch's defaults: no CUDA graph)."""
+    :data:`CUDA_GRAPH_PROPERTIES`; default none (openmm-torch's defaults: no CUDA graph). ``name``: the force's
+    name in the System."""
     openmmtorch = _import_openmmtorch()
     force = openmmtorch.TorchForce(module)
     for key, value in (properties or {}).items():
         force.setProperty(str(key), str(value))
     force.setOutputsForces(True)
     force.setForceGroup(force_group)
-    force.setName("CGSchNet")
+    force.setName(name)
     return force
 
 
 def create_python_force(model, bead_types, replicas: int = 1, force_group: int = 0,
-                        module: Optional["OpenMMNetwork"] = None) -> "openmm.PythonForce":
+                        module: Optional["OpenMMNetwork"] = None, name: str = FORCE_NAME) -> "openmm.PythonForce":
     """The network as an ``openmm.PythonForce`` (no openmm-torch needed; e.g. with a PyTorch that
     openmm-torch does not support). Each evaluation copies positions and forces between OpenMM and PyTorch
     in Python, so it is slower than a TorchForce for small systems; the numbers are the same. ``module``: a
@@ -157,7 +162,7 @@ def create_python_force(model, bead_types, replicas: int = 1, force_group: int =
 
     force = openmm.PythonForce(compute)
     force.setForceGroup(force_group)
-    force.setName("CGSchNet")
+    force.setName(name)
     return force
 
 
@@ -168,20 +173,19 @@ def check_network_force(kind, name: str = "kind") -> None:
         raise InputError(f"{name} must be {' or '.join(NETWORK_FORCES)}, got {kind!r}")
 
 
-def add_network_force(system, model, bead_types, replicas: int = 1, force_group: int = 0, kind: str = "torch"):
-    """Add the network to ``system`` over ``replicas`` packed copies; returns the force.
-
-    ``kind="torch"``: an openmm-torch TorchForce (TorchScript; the default). ``kind="python"``: an
-    ``openmm.PythonForce`` calling the model from Python.
-    """
-    n = len(bead_types) * replicas
-    if system.getNumParticles() != n:
-        raise ValueError(f"the System has {system.getNumParticles()} particles; {replicas} replicas of "
-                         f"{len(bead_types)} beads need {n}")
+def make_network_force(kind: str, model, bead_types, replicas: int = 1, force_group: int = 0, module=None,
+                       properties: Optional[Dict[str, str]] = None, name: str = FORCE_NAME):
+    """The network over ``replicas`` packed copies as the OpenMM force ``kind`` (:data:`NETWORK_FORCES`): an
+    openmm-torch TorchForce (``"torch"``, TorchScript; ``module`` a ready :func:`network_module`, ``properties``
+    its openmm-torch properties) or an ``openmm.PythonForce`` calling the model from Python (``"python"``;
+    ``module`` a ready eager :class:`OpenMMNetwork`), named ``name`` in the System. The one maker of a network
+    force (also the multiple-time-step outer and inner ones, :mod:`flashschnet.openmm.dynamics`); a System gets
+    the model's forces from :func:`flashschnet.openmm.system.add_model_forces`."""
     check_network_force(kind)
-    if kind == "torch":
-        force = create_torch_force(network_module(model, bead_types, replicas), force_group)
-    else:
-        force = create_python_force(model, bead_types, replicas, force_group)
-    system.addForce(force)
-    return force
+    if properties and kind != "torch":
+        raise InputError(f"torch_properties apply to the TorchForce only, not network_force={kind!r}")
+    if kind == "python":
+        return create_python_force(model, bead_types, replicas, force_group, module=module, name=name)
+    if module is None:
+        module = network_module(model, bead_types, replicas)
+    return create_torch_force(module, force_group, properties=properties, name=name)

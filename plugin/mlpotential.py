@@ -103,7 +103,7 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
         from flashschnet.errors import InputError
         from flashschnet.options import prepare_model
 
-        from .system import add_model_forces
+        from .system import NO_PRIORS_NOTE, USE_MODEL_PRIORS, add_model_forces, resolve_priors
         from .topology import cg_molecule_from_topology
 
         n_particles = system.getNumParticles()
@@ -126,15 +126,9 @@ class FlashSchNetPotentialImpl(MLPotentialImpl):
         for r in range(replicas):
             for i, m in enumerate(mol.masses):
                 system.setParticleMass(r * mol.n_beads + i, float(m))
-        priors = self.priors
-        if priors is not None and not (isinstance(priors, str) and priors == "model"):
-            from flashschnet.priors import load_priors
-
-            priors = load_priors(priors)
-        elif priors == "model" and model.priors_for(mol) is None:     # as flashschnet-simulate's note says
-            import warnings
-
-            from .system import NO_PRIORS_NOTE
+        priors = resolve_priors(model, self.priors, mol)
+        if priors is None and isinstance(self.priors, str) and self.priors == USE_MODEL_PRIORS:
+            import warnings     # as flashschnet-simulate's note says
 
             warnings.warn(f"MLPotential({self.name!r}): {NO_PRIORS_NOTE}; pass priors= a prior file to add some, "
                           "or priors=None to say the network runs alone", UserWarning, stacklevel=2)

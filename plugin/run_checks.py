@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import glob
 import os
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -52,7 +52,7 @@ def _int(cfg: dict, key: str) -> Optional[int]:
 
 def _walkers(cfg: dict) -> Optional[int]:
     """The replicas (walkers) run.json records: its ladder's length, else ``replicas``; None if it says neither."""
-    from .ensemble.ladder import parse_temperatures
+    from .ladder import parse_temperatures
 
     temps = cfg.get("temperatures")
     if temps:
@@ -226,7 +226,7 @@ def check_log(rd: "RunDir", log: Optional[Dict[int, Dict[str, np.ndarray]]]) -> 
 
 def walker_rows(rd: "RunDir", temps: List[float]) -> Optional[Dict[int, List[int]]]:
     """``{step: [walker at each rung]}`` of ``walkers.csv``; None (with a note) when it is missing or damaged."""
-    from .ensemble.ladder import rung_name
+    from .ladder import rung_name
     from .exchange_diagnostics import _table
 
     path = rd.file("walkers.csv")
@@ -300,8 +300,8 @@ def check_resumable(rd: "RunDir") -> dict:
 
     cfg = rd.settings(required=True)
     if cfg.get("temperatures"):                          # the CSV files of a tempering run, read whole
-        from .ensemble.ladder import parse_temperatures, rung_name
-        from .ensemble.records import EXCHANGE_COLUMNS
+        from .ladder import parse_temperatures, rung_name
+        from .ladder import EXCHANGE_COLUMNS
         from .exchange_diagnostics import _table
 
         try:
@@ -340,3 +340,26 @@ def check_resumable(rd: "RunDir") -> dict:
                                      f"counts {size}; the trajectory lost data the checkpoint relies on: restore it, "
                                      "or start a new run")
     return meta
+
+
+def damaged_rungs(rd: "RunDir", temperatures_K: Sequence[float]) -> List[str]:
+    """What is wrong with the ``T<K>.dcd`` files of a finished tempering run in ``rd``, one line each naming the
+    file: each read whole (a damaged header or frame, a file cut short), then checked against the walkers'
+    trajectories (:func:`check_rungs`)."""
+    from .ladder import rung_name
+
+    ladder = {float(t): rd.file(rung_name(t) + ".dcd") for t in temperatures_K}
+    found = []
+    for path in ladder.values():
+        try:
+            rd.frames(path)
+        except InputError as exc:
+            found.append(str(exc).split(";")[0])
+    if not found:
+        try:
+            check_rungs(rd, ladder, "")
+        except InputError as exc:
+            found.append(str(exc).split(";")[0])
+    names = [os.path.basename(p) for p in ladder.values()]
+    found += [n.split(";")[0] for n in rd.notes if n.split(":")[0] in names]
+    return found

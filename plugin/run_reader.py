@@ -44,7 +44,7 @@ from .dcd import DCDHeader, read_dcd, read_header
 from .run_checks import step_fs  # noqa: F401  (its home for its users: analyze, compare)
 
 BACKBONE_BEAD = {"flashschnet": "CA", "martini": "BB"}
-#: a parallel-tempering run's per-temperature trajectory (:func:`flashschnet.openmm.ensemble.ladder.rung_name`)
+#: a parallel-tempering run's per-temperature trajectory (:func:`flashschnet.openmm.ladder.rung_name`)
 RUNG_FILE = re.compile(r"T(\d+\.\d)\.dcd")
 LOG_COLUMNS = ("step", "replica", "potential_energy_kJ_mol", "temperature_K")
 _UNREAD = object()
@@ -368,7 +368,7 @@ class RunDir:
         holds a tempering run's files (walkers.csv, exchanges.csv) but no ladder."""
         if self.kind != "flashschnet":
             return None
-        from .ensemble.ladder import check_ladder, parse_temperatures, rung_name
+        from .ladder import check_ladder, parse_temperatures, rung_name
 
         cfg = self.settings()
         text = cfg.get("temperatures")

@@ -29,8 +29,9 @@ The log's per-replica potential energies come from the code that drives the dyna
 TorchForce (or PythonForce) runs and OpenMM's own prior forces (:class:`~flashschnet.openmm.energies.ReplicaEnergies`).
 
 Parallel tempering and ensembles (``temperatures``, ``workers``, ``scheduler`` or ``blocks`` set) go through
-:mod:`flashschnet.openmm.ensemble` instead: :func:`prepare` builds the same System for each block
-(:class:`CGBuilder`, picklable for Dask workers) and
+:mod:`flashschnet.openmm.ensemble` instead: the inputs are loaded and checked once here
+(:func:`~flashschnet.openmm.cg_setup.load_inputs`), each block builds the same System
+(:class:`~flashschnet.openmm.cg_setup.CGBuilder`, picklable for Dask workers) and
 :func:`~flashschnet.openmm.ensemble.run.run_ensemble` runs them; the directory then also holds
 ``T<K>.dcd`` per temperature, ``exchanges.csv``, ``walkers.csv`` and ``blocks/`` (docs/ensembles.md).
 """
@@ -41,26 +42,21 @@ import random
 from dataclasses import asdict, dataclass, fields
 from typing import Callable, List, Optional, Sequence
 
-import numpy as np
 import torch
 
 from ..errors import InputError
-from ..fused.engine import running_engine
-from ..limits import check_replicas
 from ..names import ON_BLOWUP
-from ..options import ModelOptions, prepare_model
+from ..options import ModelOptions
 from ..tablecache import FilterTables
 from ..threads import run_threads
-from ..torchscript import keep_one_plan, one_plan
-from ..transforms import describe, describe_compression
+from ..torchscript import one_plan
+from .cg_setup import CGBuilder, CGInputs, build, load_inputs
 from .cleaning import CLEANED_NAME, CleanedStructure, clean_pdb
-from .dynamics import Dynamics, check_mts, load_inner_for
-from .energies import ReplicaEnergies
-from .force import OpenMMNetwork, check_network_force, network_module
-from .runner import (FLAGS, DynamicsSettings, MDJob, RunResult, flag, open_run_dir, require_new_run_inputs,
-                     resume_already_done, run_dir, run_job)
+from .force import check_network_force
+from .runner import (FLAGS, DynamicsSettings, MDJob, RunResult, check_mts, flag, open_run_dir,
+                     require_new_run_inputs, resume_already_done, run_dir, run_job)
 from .runner.resume import record_files
-from .system import NO_PRIORS_NOTE, build_system, replica_positions_nm
+from .system import replica_positions_nm
 from .topology import cg_topology, write_cg_pdb
 
 #: settings that a resumed run must share with the run it continues
@@ -136,7 +132,7 @@ class RunSettings(DynamicsSettings):
     def ladder(self) -> List[float]:
         """One temperature per walker (K): the ladder, or ``temperature_K`` for each replica."""
         if self.temperatures:
-            from .ensemble.ladder import check_names, parse_temperatures
+            from .ladder import check_names, parse_temperatures
 
             temps = parse_temperatures(self.temperatures)
             check_names(temps)
@@ -212,12 +208,6 @@ class RunSettings(DynamicsSettings):
                             threads=self.threads if self.threads else (1 if self.workers or self.scheduler else None))
 
 
-def _load_priors(path: str):
-    from ..priors import load_priors
-
-    return load_priors(path)
-
-
 @one_plan()     # one TorchScript plan per module (flashschnet.torchscript): a resume repeats the run bitwise
 def run(settings: RunSettings, resume: bool = False, progress: bool = True,
         echo: Callable[[str], None] = print, reporters: Sequence = (),
@@ -254,9 +244,12 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     if done is not None:
         if s.temperatures:
             from .ensemble.run import finish_rung_files
+            from .run_checks import damaged_rungs
+            from .run_reader import RunDir
 
             finish_rung_files(out, s.ladder(), s.report_interval, s.step_fs * 1e-3, lambda: cg_topology(
-                run_structure(s, out, resume=True).molecule(s.mapping), replicas=1), echo)
+                run_structure(s, out, resume=True).molecule(s.mapping), replicas=1),
+                lambda path, temps: damaged_rungs(RunDir(path), temps), echo)
         return done
     if s.seed is None:
         s.seed = random.SystemRandom().randrange(1, 2**31 - 1)
@@ -269,9 +262,10 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     if s.ensemble:
         run_threads(s.threads, echo)
         return _run_ensemble(s, out, resume, progress, echo, structure)
-    cg = prepare(s, s.replicas, echo, structure)
+    inputs = load_inputs(s, echo, structure)
+    cg = build(inputs, s, s.replicas)
     run_threads(s.threads, echo)
-    mol, R, N = cg.mol, s.replicas, cg.mol.n_beads
+    mol, R, N = inputs.mol, s.replicas, inputs.mol.n_beads
 
     def start(simulation) -> None:
         structure.write(os.path.join(out, CLEANED_NAME))
@@ -279,21 +273,21 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
         simulation.context.setPositions(replica_positions_nm(mol, R))
 
     # 4. run (the scaffold shared with flashschnet-martini) --------------------------------------------------
-    job = MDJob(out=out, settings=s, topology=cg_topology(mol, replicas=R), system=cg.system, replicas=R, particles=N,
+    job = MDJob(out=out, settings=s, topology=inputs.topology(R), system=cg.system, replicas=R, particles=N,
                 trajectories=[os.path.join(out, f"replica_{r:03d}.dcd") for r in range(R)],
-                trajectory_topology=cg_topology(mol, replicas=1), masses_amu=mol.masses, start=start,
-                run_json=_ran(s, cg), label=mol.bead_label, replica_energies=cg.energies,
-                on_blowup=s.on_blowup, reporters=reporters, desc=f"{R} x {N} beads", dynamics=cg.dynamics)
+                trajectory_topology=inputs.topology(1), masses_amu=mol.masses, start=start,
+                run_json=_ran(s, inputs), label=mol.bead_label, replica_energies=cg.energies,
+                on_blowup=s.on_blowup, reporters=reporters, desc=f"{R} x {N} beads", dynamics=inputs.dynamics)
     result = run_job(job, resume=resume, progress=progress, echo=echo)
     result.notes = list(mol.notes)
     return result
 
 
-def _ran(s: RunSettings, cg: "CGSetup") -> dict:
+def _ran(s: RunSettings, inputs: CGInputs) -> dict:
     """run.json of a new run: its settings (``compress`` and ``compress_knots`` as they ran: a table dtype and its
     knots, or "none"), the engine, and whether the tables were the default's (``compress_default``; run.json files
     without it ran what their settings say)."""
-    return dict(_run_json(s), engine=cg.engine, compress_default=cg.compress_default)
+    return dict(_run_json(s), engine=inputs.engine, compress_default=inputs.compress_default)
 
 
 def _run_json(s: RunSettings) -> dict:
@@ -302,20 +296,6 @@ def _run_json(s: RunSettings) -> dict:
     are); ``steps`` is the step count a resume goes on to unless given another."""
     return record_files({k: v for k, v in asdict(s).items() if k not in ("out", "threads", "workers", "scheduler")},
                         _FILES)
-
-
-@dataclass
-class CGSetup:
-    """The CG network System of a run, for ``replicas`` packed copies (what :func:`prepare` builds)."""
-
-    model: object
-    mol: object
-    priors: object
-    system: object
-    energies: ReplicaEnergies
-    engine: str = ""          # the edge engine the network runs (flashschnet.fused.engine.running_engine)
-    compress_default: bool = False      # the filter tables (or their absence) came from compress "auto"
-    dynamics: Optional[Dynamics] = None     # force groups and integrator (multiple time stepping with --mts)
 
 
 def run_structure(s: RunSettings, out: str, resume: bool, echo: Callable[[str], None] = lambda m: None) -> CleanedStructure:
@@ -334,80 +314,6 @@ def run_structure(s: RunSettings, out: str, resume: bool, echo: Callable[[str], 
     return structure
 
 
-def prepare(s: RunSettings, replicas: int, echo: Callable[[str], None] = lambda m: None,
-            structure: Optional[CleanedStructure] = None, tables: Optional[FilterTables] = None) -> CGSetup:
-    """Steps 1-3 of a run: the model (with its variants), the CG mapping of the structure, the priors, and the
-    System of ``replicas`` packed copies with the network module its force runs (which the per-replica energies
-    use too). ``structure``: what to map (default: ``s.pdb`` cleaned now); ``tables``: the filter tables to use
-    (an ensemble worker gets its driver's). ``s`` is validated; ``s.mapping`` is set to the mapping used, and
-    ``s.compress`` / ``s.compress_knots`` to the filter tables that run (a table dtype and its knots, or "none")."""
-    # 1. model, 2. CG mapping of the PDB ----------------------------------------------------------------
-    device = "cuda" if s.platform == "CUDA" and torch.cuda.is_available() else "cpu"
-    by_default = s.compress == "auto"
-    model = prepare_model(s.model, s.model_options(), device, tables=tables,
-                          names={f.name: flag(f.name) for f in fields(ModelOptions)})
-    tabulated = model.config.get("compression")
-    s.compress, s.compress_knots = (tabulated["dtype"], tabulated["knots"]) if tabulated else ("none", None)
-    mapping = s.mapping or model.config.get("cg_mapping") or "5bead"
-    s.mapping = mapping
-    if structure is None:
-        structure = clean_pdb(s.pdb)
-    mol = structure.molecule(mapping)
-    check_replicas(replicas, mol.n_beads)      # before anything of size R is allocated
-    for note in mol.notes:
-        echo(f"note: {note}")
-    priors = _load_priors(s.priors) if s.priors else model.priors_for(mol)
-    if priors is None:
-        echo(f"note: {NO_PRIORS_NOTE}")
-
-    # 3. the System, and the network module its force runs (the log's energies come from it too) ------------
-    dynamics = s.dynamics(load_inner_for(s.mts, mol) if s.mts else None)     # (checked before the model's notes)
-    for note in model.notes:
-        echo(f"note: {note}")
-    types = torch.as_tensor(mol.bead_types, dtype=torch.long)
-    module = (network_module(model, types, replicas) if s.network_force == "torch"
-              else OpenMMNetwork(model, types, replicas))
-    system = build_system(mol, model, replicas=replicas, priors=priors, module=module, network_force=s.network_force,
-                          compress="none", dynamics=dynamics)   # (the model is prepared: its tables, or none, are chosen)
-    if dynamics.mts:
-        echo(f"note: {dynamics.describe()}")
-    engine = running_engine(model, device)
-    echo(f"note: network backend {model.backend} (engine {engine}; {device}, {s.precision} precision; 16-bit weights: "
-         f"{describe(model.config)}; filter tables: {describe_compression(model.config)})")
-    if s.matmul not in ("auto", "ieee") and model.backend != "triton":
-        echo(f"note: --matmul {s.matmul} is ignored: it sets the triton backend's tensor-core products (on CUDA); "
-             f"the {model.backend} backend computes exact products")
-    if s.cuda_graph and device != "cuda":
-        echo("note: --cuda-graph is ignored: it replays the triton backend's step on CUDA (--platform CUDA on a GPU "
-             "machine)")
-    return CGSetup(model=model, mol=mol, priors=priors, system=system,
-                   energies=ReplicaEnergies(module, mol, priors, replicas, s.platform), engine=engine,
-                   compress_default=by_default, dynamics=dynamics)
-
-
-class CGBuilder:
-    """The ensemble builder of a CG run: ``builder(replicas) ->`` :class:`~flashschnet.openmm.ensemble.block.BlockSystem`
-    (picklable: a Dask worker builds its block's System from the settings, loading the model itself; ``tables``,
-    the driver's filter tables, travel with it, so every block computes with the same ones wherever it runs)."""
-
-    def __init__(self, settings: RunSettings, structure: CleanedStructure, tables: Optional[FilterTables] = None):
-        self.settings = settings
-        self.structure = structure
-        self.tables = tables
-
-    def __call__(self, replicas: int):
-        from .ensemble.block import BlockSystem
-
-        keep_one_plan()     # as run(): one TorchScript plan per module; a Dask worker keeps it for its life
-        cg = prepare(self.settings, replicas, structure=self.structure, tables=self.tables)
-        mol = cg.mol
-        return BlockSystem(system=cg.system, topology=cg_topology(mol, replicas=replicas),
-                           trajectory_topology=cg_topology(mol, replicas=1), particles=mol.n_beads,
-                           masses_amu=np.asarray(mol.masses, dtype=float),
-                           positions_nm=replica_positions_nm(mol, replicas), energies=cg.energies,
-                           label=mol.bead_label, notes=list(mol.notes), dynamics=cg.dynamics)
-
-
 def _run_ensemble(s: RunSettings, out: str, resume: bool, progress: bool, echo: Callable[[str], None],
                   structure: CleanedStructure) -> RunResult:
     """Parallel tempering (``--temperatures``) or an ensemble of blocks (``--blocks``, Dask ``--workers`` /
@@ -418,17 +324,17 @@ def _run_ensemble(s: RunSettings, out: str, resume: bool, progress: bool, echo: 
 
     plan = s.plan(out, s.seed)
     s.blocks = plan.blocks
-    cg = prepare(s, 1, echo, structure)         # the model and the PDB, checked here before any output
-    mol = cg.mol
+    inputs = load_inputs(s, echo, structure)     # the model and the PDB, checked here before any output
+    mol = inputs.mol
 
     def write_start() -> None:
-        write_run_json(out, _ran(s, cg))
+        write_run_json(out, _ran(s, inputs))
         structure.write(os.path.join(out, CLEANED_NAME))
         write_cg_pdb(mol, os.path.join(out, "topology.pdb"))
 
     # the cleaned text travels with the builder (no shared /tmp needed)
-    tables = FilterTables.of(cg.model) if cg.model.config.get("compression") else None
-    return run_ensemble(plan, CGBuilder(s, structure, tables), mol.n_beads, cg_topology(mol, replicas=1), write_start,
+    tables = FilterTables.of(inputs.model) if inputs.model.config.get("compression") else None
+    return run_ensemble(plan, CGBuilder(s, structure, tables), mol.n_beads, inputs.topology(1), write_start,
                         resume=resume, progress=progress, echo=echo, workers=s.workers, scheduler=s.scheduler,
                         notes=mol.notes)
 

@@ -1,15 +1,15 @@
 """Build OpenMM Systems for a CG molecule: particles with masses, prior forces, the network.
 
-Two ways to run R replicas:
-
-* packed (:func:`build_system` with ``replicas=R``): one System of ``R * N`` particles, replica ``r`` owning
-  particles ``r*N .. r*N+N-1``; no force couples two replicas; the network runs once per step for all;
-* separate (:func:`build_replica_systems`): R Systems, each one replica, all running one shared TorchScript
-  module (one model, R Contexts).
+R replicas are packed (:func:`build_system` with ``replicas=R``): one System of ``R * N`` particles, replica ``r``
+owning particles ``r*N .. r*N+N-1``; no force couples two replicas; the network runs once per step for all.
+:func:`add_model_forces` is the one way the model's forces (network and priors) enter a System, a new one
+(:func:`build_system`) or the caller's (OpenMM-ML). R Systems of one replica each can share one model by passing
+the same ``module`` (:func:`~flashschnet.openmm.force.network_module`) to each :func:`build_system`.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+import os
+from typing import Dict, Optional
 
 import numpy as np
 import openmm
@@ -19,10 +19,11 @@ from ..errors import InputError
 from ..loaded import LoadedModel, as_loaded
 from ..options import default_network
 from .dynamics import NETWORK_GROUP, PRIOR_GROUP
-from .force import OpenMMNetwork, check_network_force, create_python_force, create_torch_force, network_module
+from .force import OpenMMNetwork, check_network_force, make_network_force, network_module
 from .units import conversion_factors
 
-_USE_MODEL_PRIORS = "model"
+#: ``priors="model"``: the priors the model brings (:func:`resolve_priors`)
+USE_MODEL_PRIORS = "model"
 
 
 #: the note a run prints (and OpenMM-ML warns) when the model brings no priors and none are given
@@ -30,11 +31,18 @@ NO_PRIORS_NOTE = ("the model has no priors; running the network alone (no bonds 
                   "network was trained without priors)")
 
 
-def _resolve_priors(model, priors, mol=None):
-    """``priors`` as given, or (``"model"``) the priors the model brings for ``mol``
-    (:meth:`LoadedModel.priors_for`; none for a bare network or no model)."""
-    if isinstance(priors, str) and priors == _USE_MODEL_PRIORS:
-        return None if model is None else model.priors_for(mol)
+def resolve_priors(model, priors, mol=None):
+    """The prior terms a System gets, whatever form the caller names them in -- the one place that is decided:
+    ``"model"`` (:data:`USE_MODEL_PRIORS`): the model's for ``mol`` (:meth:`LoadedModel.priors_for`: its priors,
+    or its type tables applied to ``mol``; None for a bare network or no model); a path (str or os.PathLike): that
+    prior file (:func:`flashschnet.priors.load_priors`); a :class:`~flashschnet.priors.PriorSet` as it is; None:
+    none."""
+    if isinstance(priors, str) and priors == USE_MODEL_PRIORS:
+        return None if model is None else as_loaded(model).priors_for(mol)
+    if isinstance(priors, (str, os.PathLike)):
+        from ..priors import load_priors
+
+        return load_priors(priors)
     return priors
 
 
@@ -49,7 +57,7 @@ def check_compatible(mol, model) -> None:
     model.check_bead_types(mol.bead_types, mol.source or "the structure")
 
 
-def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, module=None,
+def build_system(mol, model=None, replicas: int = 1, priors=USE_MODEL_PRIORS, module=None,
                  network_force: str = "torch", torch_properties: Optional[Dict[str, str]] = None,
                  compress: str = "auto", dynamics=None) -> openmm.System:
     """An OpenMM System for ``replicas`` packed copies of the CG molecule ``mol``.
@@ -67,9 +75,9 @@ def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, m
         System.
     replicas : int
         Number of packed, non-interacting copies.
-    priors : PriorSet, None, or "model"
-        Prior terms to add as native OpenMM forces; ``"model"`` (default) takes the model's
-        (:meth:`LoadedModel.priors_for`: its priors, or its type tables applied to ``mol``).
+    priors : "model", path, PriorSet or None
+        Prior terms to add as native OpenMM forces (:func:`resolve_priors`); ``"model"`` (default) takes the
+        model's (:meth:`LoadedModel.priors_for`: its priors, or its type tables applied to ``mol``).
     module : ScriptModule or OpenMMNetwork, optional
         A ready network module to run (it must be made for the same number of replicas):
         :func:`~flashschnet.openmm.force.network_module` for ``network_force="torch"``, an eager
@@ -111,7 +119,7 @@ def build_system(mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS, m
     return system
 
 
-def add_model_forces(system: openmm.System, mol, model=None, replicas: int = 1, priors=_USE_MODEL_PRIORS,
+def add_model_forces(system: openmm.System, mol, model=None, replicas: int = 1, priors=USE_MODEL_PRIORS,
                      module=None, network_force: str = "torch", network_group: int = NETWORK_GROUP,
                      prior_group: int = PRIOR_GROUP, torch_properties: Optional[Dict[str, str]] = None,
                      dynamics=None) -> None:
@@ -126,7 +134,7 @@ def add_model_forces(system: openmm.System, mol, model=None, replicas: int = 1, 
         raise InputError("multiple time stepping puts the network and the priors in force groups "
                          f"{NETWORK_GROUP} and {PRIOR_GROUP}; other groups cannot be given with an inner model")
     check_network_force(network_force, "network_force")
-    if torch_properties and network_force != "torch":
+    if torch_properties and network_force != "torch":     # before anything is built, with a model or without
         raise InputError(f"torch_properties apply to the TorchForce only, not network_force={network_force!r}")
     model = None if model is None else as_loaded(model)
     if model is not None:
@@ -139,13 +147,10 @@ def add_model_forces(system: openmm.System, mol, model=None, replicas: int = 1, 
             if not isinstance(dynamics.inner, LoadedModel):
                 dynamics.inner.check_applies_to(mol)
             dynamics.add_network(system, module, mol, replicas, network_force, torch_properties)
-        elif network_force == "python":
-            system.addForce(create_python_force(model, types, replicas, network_group, module=module))
         else:
-            if module is None:
-                module = network_module(model, types, replicas)
-            system.addForce(create_torch_force(module, network_group, properties=torch_properties))
-    prior_set = _resolve_priors(model, priors, mol)
+            system.addForce(make_network_force(network_force, model, types, replicas, network_group, module=module,
+                                               properties=torch_properties))
+    prior_set = resolve_priors(model, priors, mol)
     if prior_set is not None:
         from .priors import add_prior_forces
 
@@ -153,16 +158,6 @@ def add_model_forces(system: openmm.System, mol, model=None, replicas: int = 1, 
         length_to_nm, energy_to_kj = conversion_factors(prior_set.units)
         add_prior_forces(system, prior_set, replicas=replicas, n_beads=mol.n_beads,
                          length_to_nm=length_to_nm, energy_to_kj=energy_to_kj, force_group=prior_group)
-
-
-def build_replica_systems(mol, model, replicas: int, priors=_USE_MODEL_PRIORS,
-                          compress: str = "auto") -> List[openmm.System]:
-    """R one-replica Systems sharing one scripted network module (one model, R Contexts); ``compress`` as
-    :func:`build_system`'s."""
-    model = default_network(model, compress)
-    check_compatible(mol, model)
-    module = network_module(model, torch.as_tensor(mol.bead_types, dtype=torch.long), 1)
-    return [build_system(mol, model, 1, priors=priors, module=module) for _ in range(replicas)]
 
 
 def replica_positions_nm(mol, replicas: int, positions_angstrom: Optional[np.ndarray] = None) -> np.ndarray:

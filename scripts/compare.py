@@ -1,4 +1,4 @@
-"""``flashschnet-compare``: MARTINI 3 vs FlashSchNet on the same PDB, same engine, same machine.
+"""``flashschnet-compare``: MARTINI 3 vs FlashSchNet on the same PDB, same MD engine (OpenMM), same machine.
 
     flashschnet-compare PDB --model MODEL --forcefield-dir DIR --out OUT [--martini-ns 1] [--flashschnet-ns 0.01]
                         [--replicas 8] [--platform CPU] [--threads N] [--analyse-only]

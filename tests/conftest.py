@@ -48,6 +48,14 @@ CACHE_DIR = tempfile.mkdtemp(prefix="flashschnet-test-cache-")
 os.environ["FLASHSCHNET_CACHE_DIR"] = CACHE_DIR
 atexit.register(shutil.rmtree, CACHE_DIR, True)
 
+from flashschnet.names import BACKENDS  # noqa: E402
+
+#: backends by kind, from the registry (flashschnet.names.BACKENDS), never a hand list: the fused ones (each is
+#: checked against "reference"), and those the CPU suite runs in OpenMM Contexts and end-to-end tests ("triton"
+#: runs on a CPU only interpreted: the kernel tests cover it)
+FUSED_BACKENDS = [b for b in BACKENDS if b != "reference"]
+CPU_BACKENDS = [b for b in BACKENDS if b != "triton" or torch.cuda.is_available()]
+
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 DATA = TESTS / "data"
@@ -190,13 +198,13 @@ def torchforce_energy_forces(model, pos_angstrom, bead_types, platform: str = "R
     import openmm
     import openmm.unit as u
 
-    from flashschnet.openmm.force import add_network_force
+    from flashschnet.openmm.force import make_network_force
 
     R = pos_angstrom.shape[0]
     system = openmm.System()
     for _ in range(R * len(bead_types)):
         system.addParticle(12.0)
-    add_network_force(system, model, bead_types, R)
+    system.addForce(make_network_force("torch", model, bead_types, R))
     ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName(platform))
     ctx.setPositions((pos_angstrom.reshape(-1, 3) * 0.1).numpy())
     st = ctx.getState(getEnergy=True, getForces=True)

@@ -56,14 +56,14 @@ def dynamics_system(real_model: Path) -> Dict[str, Any]:
 def _context(spec: Dict[str, Any], network, integrator):
     import openmm
 
-    from flashschnet.openmm.force import add_network_force
+    from flashschnet.openmm.force import make_network_force
     from flashschnet.openmm.priors import add_prior_forces
     from flashschnet.openmm.units import conversion_factors
 
     system = openmm.System()
     for m in spec["masses"]:
         system.addParticle(float(m))
-    add_network_force(system, network, spec["types"], 1)
+    system.addForce(make_network_force("torch", network, spec["types"], 1))
     if spec["priors"] is not None:
         length_to_nm, energy_to_kj = conversion_factors(spec["priors"].units)
         add_prior_forces(system, spec["priors"], replicas=1, n_beads=len(spec["masses"]),

@@ -10,7 +10,7 @@ Triton kernels in Triton's CPU interpreter with its tf32 ``tl.dot`` patched to r
 (:func:`interpreter_check`, ~20 s per frame and rounding): they agree with the emulation of the same rounding to
 the noise floor.
 
-What is emulated, how, and the errors' definitions: :mod:`flashschnet.kernels.emulation` (the two emulations,
+What is emulated, how, and the errors' definitions: :mod:`flashschnet.fused.emulation` (the two emulations,
 ``"fused"`` and ``"plain"``, of the filter network's four products with the operands rounded as ``"ieee"``,
 ``"tf32"``, ``"tf32_rz"`` or ``"bf16"``). This tool measures them on the oracle's frames (the prediction) and on
 trp-cage frames whose truth is the ``reference`` backend in float64, and writes the JSON.
@@ -28,7 +28,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import torch
 
-from flashschnet.kernels.emulation import (IMPLEMENTATIONS, ORACLE, PRECISIONS, energy_forces, environment, errors,
+from flashschnet.fused.emulation import (IMPLEMENTATIONS, ORACLE, PRECISIONS, energy_forces, environment, errors,
                                            fused_energy_forces, oracle_dataset, rel, rounding)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -1,7 +1,8 @@
 """The fused path of CGSchNet: one package for what the ``"torch"`` and ``"triton"`` backends share.
 
-* :mod:`~flashschnet.fused.layout` -- the packed weight layout, named fields and a version, defined once
-  (packing and unpacking);
+The packed weights it reads are the network's (:mod:`flashschnet.nn.layout`: named fields and a version, defined
+once, packing and unpacking); this package imports :mod:`flashschnet.nn`, never the other way.
+
 * :mod:`~flashschnet.fused.nodes` -- the node-level forward and hand-written backward;
 * :mod:`~flashschnet.fused.engine` -- the edge-engine interface, the engine registry, and which engine runs;
 * :mod:`~flashschnet.fused.torch_engine` -- the ``"torch"`` edge engine (half pair list, chunks);
@@ -12,7 +13,9 @@
   kernel, and every launch a step can make: what ``tools/gpu_fit.py`` compiles) and
   :mod:`~flashschnet.fused.tile_flags` (the tile-pair flags, by kernel or PyTorch ops);
 * :mod:`~flashschnet.fused.graph` -- opt-in CUDA-graph replay of a step;
-* :mod:`~flashschnet.fused.op` -- the ``flashschnet::energy_forces`` custom op, one call per step.
+* :mod:`~flashschnet.fused.op` -- the ``flashschnet::energy_forces`` custom op, one call per step;
+* :mod:`~flashschnet.fused.emulation` -- the triton kernels' tf32/bf16 filter products emulated on a CPU
+  (``tools/tf32_accuracy.py``).
 
 Importing this package registers the op, so a TorchScript network calling it (e.g. inside an openmm-torch
 ``TorchForce``, or a serialized System) can run; ``import flashschnet`` imports it.

@@ -10,8 +10,8 @@ An *edge engine* runs the edge-level part of a CGSchNet step for :func:`flashsch
 
 ``h``, ``gm``, ``m`` and ``gh`` are ``[R*N, F]``, ``grad_pos`` ``[R*N, 3]``, in the positions' dtype. A block's
 filter ``W^t`` is a strategy each engine takes from the block's weights: the exact filter network
-(:class:`~flashschnet.fused.layout.FilterWeights`) or a table of the distance
-(:class:`~flashschnet.fused.layout.TableWeights`, a compressed model).
+(:class:`~flashschnet.nn.layout.FilterWeights`) or a table of the distance
+(:class:`~flashschnet.nn.layout.TableWeights`, a compressed model).
 
 Engines (:func:`make_engine`, by name; :func:`register_engine` adds one): ``"torch"``
 (:class:`~flashschnet.fused.torch_engine.TorchPairEngine`: half pair list, chunks; any device) and ``"triton"``
@@ -27,7 +27,7 @@ from typing import Callable, Dict, List, Optional, Protocol, Tuple
 
 import torch
 
-from .layout import BasisSpec, is_table
+from ..nn.layout import BasisSpec, is_table
 from .plans import exact_on_cuda, resolve_dot
 
 _log = logging.getLogger("flashschnet")
@@ -67,7 +67,7 @@ def engine_names() -> List[str]:
 
 
 def make_engine(name: str, basis: BasisSpec, filters: List, skin: float, matmul: str = "auto") -> EdgeEngine:
-    """A new engine ``name`` for these weights (:mod:`flashschnet.fused.layout`), Verlet ``skin`` (model length
+    """A new engine ``name`` for these weights (:mod:`flashschnet.nn.layout`), Verlet ``skin`` (model length
     unit) and matrix-product precision ``matmul``."""
     factory = _REGISTRY.get(name)
     if factory is None:
@@ -129,7 +129,7 @@ def engine_for(backend: str, device_type: str, dtype: torch.dtype, matmul: str, 
 
 def engine_of_filters(backend: str, device_type: str, dtype: torch.dtype, matmul: str, filters: List,
                       note: bool = False) -> str:
-    """:func:`engine_for` of unpacked filter weights (:func:`flashschnet.fused.layout.unpack_params`)."""
+    """:func:`engine_for` of unpacked filter weights (:func:`flashschnet.nn.layout.unpack_params`)."""
     tables = bool(filters) and is_table(filters[0])
     weight_dtype = filters[0].A1q.dtype if filters and not tables and filters[0].A1q is not None else None
     return engine_for(backend, device_type, dtype, matmul, tables, weight_dtype, note)

@@ -41,7 +41,7 @@ KERNEL_CONFIGS = {
 
 
 def interpreting() -> bool:
-    """True under ``TRITON_INTERPRET=1`` (the kernels run on CPU tensors in Triton's interpreter: tests)."""
+    """True under ``TRITON_INTERPRET=1`` (the kernels run on CPU tensors in Triton's interpreter: no GPU, slowly)."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 

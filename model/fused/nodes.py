@@ -16,7 +16,7 @@ from typing import Tuple
 
 import torch
 
-from .layout import NodeWeights
+from ..nn.layout import NodeWeights
 
 
 def energy_forces_fused(weights: NodeWeights, positions: torch.Tensor, bead_types: torch.Tensor,

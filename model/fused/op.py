@@ -2,7 +2,7 @@
 
 A TorchScript :class:`~flashschnet.nn.schnet.CGSchNet` with ``backend="torch"`` or ``"triton"`` (also the
 one inside an openmm-torch ``TorchForce``) calls this op once per step with its weights in the packed layout
-(:mod:`flashschnet.fused.layout`); the op runs :func:`flashschnet.fused.nodes.energy_forces_fused` with the
+(:mod:`flashschnet.nn.layout`); the op runs :func:`flashschnet.fused.nodes.energy_forces_fused` with the
 edge engine :func:`flashschnet.fused.engine.engine_for` names for the backend, device, dtype and precision (made
 by the engine registry, :func:`flashschnet.fused.engine.make_engine`) and returns energies and exact forces (no
 autograd). One call per step keeps the
@@ -23,10 +23,10 @@ from typing import Dict, List, Tuple
 
 import torch
 
-from .nodes import energy_forces_fused
+from ..nn.layout import FloatField, step_options, unpack_params
 from .engine import engine_of_filters, make_engine
 from .graph import GraphedStep
-from .layout import FloatField, step_options, unpack_params
+from .nodes import energy_forces_fused
 
 _log = logging.getLogger("flashschnet")
 _NOTED: set = set()

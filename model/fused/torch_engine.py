@@ -21,7 +21,7 @@ import torch
 
 from ..neighbors import VerletList
 from ..nn.table import difference_rows, hermite_matrix
-from .layout import BasisSpec, FilterWeights, TableWeights, is_table
+from ..nn.layout import BasisSpec, FilterWeights, TableWeights, is_table
 
 
 def _cosine(d: torch.Tensor, rc: float) -> Tuple[torch.Tensor, torch.Tensor]:

@@ -13,7 +13,7 @@ is read back to the host, so the step can be captured in a CUDA graph (:mod:`fla
 
 A block's filter is a strategy, as in :mod:`flashschnet.fused.torch_engine`: :class:`ExactTileFilter` (the
 filter network on the exact kernels, matrix products at the chosen precision) or, for a compressed model's
-:class:`~flashschnet.fused.layout.TableWeights`, :class:`TableTileFilter` (the tabulated-filter kernels: no basis,
+:class:`~flashschnet.nn.layout.TableWeights`, :class:`TableTileFilter` (the tabulated-filter kernels: no basis,
 no filter network, no matrix products -- the matmul precision does not apply -- and tile flags for the pair
 cutoff ``min(rc_graph, r_end)``).
 """
@@ -24,7 +24,7 @@ from typing import List, Optional, Tuple
 import torch
 
 from .launches import bwd_launch, fwd_launch, reduce_launch, run, table_bwd_launch, table_fwd_launch
-from .layout import BasisSpec, FilterWeights, TableWeights, is_table
+from ..nn.layout import BasisSpec, FilterWeights, TableWeights, is_table
 from .plans import (BasisPlan, FilterPlan, TablePlan, basis_coeffs, plan_basis, plan_filter, plan_table,
                     resolve_dot)
 from .tile_flags import update_tiles

@@ -1,7 +1,7 @@
 """Channel-wise 16-bit weights (the fourth FlashSchNet technique): the storage format and :class:`QuantLinear`.
 
 A leaf module (torch only): the network (:mod:`flashschnet.nn.schnet`), the fused layout
-(:mod:`flashschnet.fused.layout`) and the model-level transform :func:`flashschnet.quantize`
+(:mod:`flashschnet.nn.layout`) and the model-level transform :func:`flashschnet.quantize`
 (:mod:`flashschnet.transforms`) build on it.
 
 A weight matrix ``W [out, in]`` is stored as 16-bit values ``q [out, in]`` (float16 or bfloat16) and one
@@ -14,7 +14,7 @@ cast of the paper's public code) ``s = 1``.
 Every backend computes with the *dequantized* weight ``q.to(compute dtype) * s`` (one multiplication per
 weight, exact in float64 and correctly rounded in float32, so all backends see bit-identical weights) and
 accumulates in the compute dtype (float32 or float64): the reference backend through :class:`QuantLinear`,
-the fused torch path through :func:`flashschnet.fused.layout.unpack_params`, the Triton kernels in registers
+the fused torch path through :func:`flashschnet.nn.layout.unpack_params`, the Triton kernels in registers
 after loading ``q`` (16 bits) and ``s`` from memory.
 
 Which weights: the filter networks (``A1 [F, K]``, ``A2 [F, F]`` of every interaction block) and the output
@@ -27,11 +27,12 @@ Storage: ``QuantLinear`` keeps ``q`` in a 16-bit buffer ``weight_q`` and ``s`` i
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, Tuple
 
 import torch
 from torch import nn
 
+from ..config import quant_dtype_name
 from ..errors import InputError
 
 #: 16-bit storage dtypes by config name
@@ -41,13 +42,8 @@ QDTYPES: Dict[str, torch.dtype] = {"float16": torch.float16, "bfloat16": torch.b
 TARGET: Dict[str, float] = {"float16": 2.0 ** 14, "bfloat16": 1.0}
 
 def dtype_name(dtype) -> str:
-    if isinstance(dtype, str):
-        name = {"fp16": "float16", "half": "float16", "bf16": "bfloat16"}.get(dtype, dtype)
-    else:
-        name = {torch.float16: "float16", torch.bfloat16: "bfloat16"}.get(dtype, str(dtype))
-    if name not in QDTYPES:
-        raise InputError(f"quantization dtype must be float16 or bfloat16, got {dtype!r}")
-    return name
+    """The config name of a 16-bit storage dtype (:func:`flashschnet.config.quant_dtype_name`)."""
+    return quant_dtype_name(dtype)
 
 
 def quantize_weight(w: torch.Tensor, dtype=torch.float16, per_channel: bool = True) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -134,12 +130,3 @@ class QuantLinear(nn.Module):
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, " \
                f"qdtype={self.qdtype}"
-
-
-def normalize_quantization(spec) -> Optional[Dict[str, object]]:
-    """Validate the config's ``quantization`` entry: None or ``{"dtype": name, "per_channel": bool}``."""
-    if spec is None:
-        return None
-    if not isinstance(spec, dict) or "dtype" not in spec:
-        raise InputError(f"model config: quantization must be null or {{dtype, per_channel}}, got {spec!r}")
-    return {"dtype": dtype_name(spec["dtype"]), "per_channel": bool(spec.get("per_channel", True))}

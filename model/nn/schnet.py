@@ -17,7 +17,7 @@ edges between replicas) and the whole batch is one network call.
 With ``backend="reference"`` this module computes energies and forces itself: it materialises the per-edge
 tensors ([E, K] basis, [E, F] filters) and scatter-adds, exactly as mlcg does; it is the test oracle of the
 fused backends. With ``"torch"`` or ``"triton"`` it hands its weights, in the packed layout of
-:mod:`flashschnet.fused.layout` (a mixin of this class), to the ``flashschnet::energy_forces`` op
+:mod:`flashschnet.nn.layout` (a mixin of this class), to the ``flashschnet::energy_forces`` op
 (:mod:`flashschnet.fused`) once per step. The backend is chosen in :mod:`flashschnet.backends`.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ from torch import nn
 from ..backends import resolve_backend
 from ..config import DEFAULT_SKIN_FRACTION, DEFAULT_UNITS, normalize_config
 from ..errors import InputError
-from ..fused.layout import PackedWeights, config_scalars, fused_unsupported_reason
+from .layout import PackedWeights, config_scalars, fused_unsupported_reason
 from ..names import MATMULS
 from .basis import make_basis, make_envelope
 from .quant import QuantLinear
@@ -218,7 +218,7 @@ class CGSchNet(PackedWeights, nn.Module):
             raise InputError(f"matmul must be one of {', '.join(MATMULS)}, got {matmul!r}")
         self.matmul = str(matmul)
         self.cuda_graph = bool(cuda_graph)
-        # the fused backends' configuration scalars (the packed layout: flashschnet.fused.layout)
+        # the fused backends' configuration scalars (the packed layout: flashschnet.nn.layout)
         ints, floats = config_scalars(cfg, float(getattr(self.rbf_layer, "alpha", 0.0)), self.skin, self.matmul,
                                       self.cuda_graph)
         self.fused_ints: List[int] = ints

@@ -31,10 +31,11 @@ import torch
 from torch import nn
 
 from ..errors import InputError
+from ..names import TABLE_ORDERS
 from .quant import QDTYPES, TARGET
 
-#: interpolant name -> values per knot (Q)
-ORDERS: Dict[str, int] = {"cubic": 2, "quintic": 3}
+#: interpolant name -> values per knot (Q) (:data:`flashschnet.names.TABLE_ORDERS`)
+ORDERS: Dict[str, int] = dict(TABLE_ORDERS)
 #: table storage dtypes by name
 TABLE_DTYPES: Dict[str, torch.dtype] = {"float64": torch.float64, "float32": torch.float32, **QDTYPES}
 
@@ -197,20 +198,3 @@ class FilterTable(nn.Module):
         n, Q, F = self.table.shape
         return f"knots={n}, order={'quintic' if Q == 3 else 'cubic'}, filters={F}, dtype={self.dtype_name}, " \
                f"r_end={self.r_end}"
-
-
-def normalize_compression(spec) -> Optional[Dict[str, object]]:
-    """Validate the config's ``compression`` entry: None or ``{"kind", "knots", "dtype"}``."""
-    if spec is None:
-        return None
-    if not isinstance(spec, dict) or not {"kind", "knots", "dtype"} <= set(spec):
-        raise InputError(f"model config: compression must be null or {{kind, knots, dtype}}, got {spec!r}")
-    kind, dt = str(spec["kind"]), str(spec["dtype"])
-    if kind not in ORDERS:
-        raise InputError(f"model config: compression kind must be one of {', '.join(ORDERS)}, got {kind!r}")
-    if dt not in TABLE_DTYPES:
-        raise InputError(f"model config: compression dtype must be one of {', '.join(TABLE_DTYPES)}, got {dt!r}")
-    knots = spec["knots"]
-    if isinstance(knots, bool) or not isinstance(knots, int) or knots < 2:
-        raise InputError(f"model config: compression knots must be an integer >= 2, got {knots!r}")
-    return {"kind": kind, "knots": int(knots), "dtype": dt}

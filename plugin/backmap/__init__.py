@@ -8,18 +8,18 @@ atoms that sit on beads removes clashes; every frame is checked (clashes, CA chi
 restraint deviation) and each one that is not clean gets a note. See docs/backmapping.md for what it achieves.
 
 * :func:`backmap` -- a run directory or a CG structure in, ``backmapped.pdb`` / ``.dcd`` / ``topology_allatom.pdb``
-  out (:mod:`.job`);
+  out (:mod:`.command`);
 * :func:`build_skeleton`, :class:`Rebuilder`, :func:`backmap_frames` -- the steps, for frames held in memory;
 * :mod:`.checks` -- the geometry checks; :mod:`.quality` -- RMSDs from the original structure.
 """
 from .checks import FrameCheck, check_frame
-from .driver import Backmapped, backmap_frames
+from .command import backmap
 from .inputs import CGFrames, frame_selection, run_frames, structure_frames
-from .job import backmap
 from .output import drop_hydrogens, write_backmapped
 from .quality import beads_of, compare
 from .rebuild import BackmapSettings, FrameResult, Rebuilder
 from .skeleton import Skeleton, build_skeleton
+from .workers import Backmapped, backmap_frames
 
 __all__ = ["Backmapped", "BackmapSettings", "CGFrames", "FrameCheck", "FrameResult", "Rebuilder", "Skeleton",
            "backmap", "backmap_frames", "beads_of", "build_skeleton", "check_frame", "compare", "drop_hydrogens", "frame_selection",

@@ -57,7 +57,7 @@ def rebuild_backbone(residue_names: Sequence[str], chains: Sequence[Sequence[int
 
     ca_nm = np.asarray(ca_nm, dtype=np.float64)
     out = np.full((len(residue_names), 5, 3), np.nan)
-    engine = Pulchra(ca_optimize=False, rebuild_sidechains=False, optimize_xvol=False, check_chirality=False)
+    rebuilder = Pulchra(ca_optimize=False, rebuild_sidechains=False, optimize_xvol=False, check_chirality=False)
     for chain in chains:
         idx = list(chain)
         if len(idx) < 2:
@@ -65,7 +65,7 @@ def rebuild_backbone(residue_names: Sequence[str], chains: Sequence[Sequence[int
         sequence = "".join(one_letter_code(residue_names[i]) or "G" for i in idx)
         with warnings.catch_warnings():      # scipy's "Optimal rotation is not uniquely ... defined" at chain ends
             warnings.simplefilter("ignore", UserWarning)
-            mol = engine.reconstruct_coords(10.0 * ca_nm[idx], sequence)
+            mol = rebuilder.reconstruct_coords(10.0 * ca_nm[idx], sequence)
         if len(mol.residues) != len(idx):
             raise RuntimeError(f"PULCHRA rebuilt {len(mol.residues)} of {len(idx)} residues")
         for i, res in zip(idx, mol.residues):

@@ -5,7 +5,7 @@ device machine, runs the stages; this module is what they share and what can be 
   an item runs only if the stage's deadline leaves it the time it needs (else a skip with the reason), and an
   item's exception is recorded, not raised;
 * :func:`precision_checks` -- the measured float32 errors against the oracle held to the prediction of
-  ``docs/tf32-accuracy.json`` (``tools/tf32_accuracy.py``; :mod:`flashschnet.kernels.emulation`): pass if
+  ``docs/tf32-accuracy.json`` (``tools/tf32_accuracy.py``; :mod:`flashschnet.fused.emulation`): pass if
   ``measured <= PREDICTION_FACTOR * predicted + PREDICTION_ABS``;
 * :func:`openmm_plan` -- the OpenMM rows in the order they run, the most important first.
 """
@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from flashschnet.kernels.emulation import ORACLE
+from flashschnet.fused.emulation import ORACLE
 
 __all__ = ["OPENMM_VARIANTS", "TORCH", "GRAPH", "PYTHON", "HEADLINE_R", "PREDICTION_FACTOR", "PREDICTION_ABS",
            "BOOKKEEPING", "log", "write_json", "Stage", "precision_checks", "openmm_plan"]
@@ -105,7 +105,7 @@ class Stage:
 def precision_checks(args, st: Stage) -> None:
     """The measured float32 errors vs the oracle (this stage's rows) against ``--prediction``'s ``prediction``
     (docs/tf32-accuracy.json: per product precision, ``energy_rel_err_vs_float64`` and
-    ``forces_rel_err_vs_float64``, :func:`~flashschnet.kernels.emulation.rel` of float32 output vs the oracle's
+    ``forces_rel_err_vs_float64``, :func:`~flashschnet.fused.emulation.rel` of float32 output vs the oracle's
     float64; ``args``: ``prediction`` (its path) and ``kernel_backend``): pass if
     ``measured <= PREDICTION_FACTOR * predicted + PREDICTION_ABS`` for both. triton (CUDA): ``tf32`` (float32
     weights, matmul auto), ``ieee`` and ``bf16`` (matmul ieee / bf16) where predicted; another kernel backend

@@ -7,7 +7,7 @@ actor on a worker (:mod:`.cluster`). A block owns its walkers' dynamics, health 
 (``blocks/block_BBB.sSTEP.chk``); what it sends back are per-walker energies, temperatures and drops.
 
 The System comes from a *builder*: a picklable callable ``builder(replicas) -> BlockSystem`` (the CG network
-System of flashschnet-simulate, :class:`flashschnet.openmm.simulate.CGBuilder`, or any other, e.g. the
+System of flashschnet-simulate, :class:`flashschnet.openmm.cg_setup.CGBuilder`, or any other, e.g. the
 harmonic test systems), so the same block drives both.
 """
 from __future__ import annotations
@@ -22,10 +22,9 @@ import openmm
 import openmm.app as app
 import openmm.unit as u
 
-from ...errors import SimulationInstabilityError
 from ..reporters import (HealthReporter, ReplicaDCDReporter, cut_trajectories, read_checkpoint, replica_temperatures,
                          write_checkpoint)
-from ..runner.loop import freeze_replicas, step_with_rescue
+from ..runner.loop import drop_replicas, step_with_rescue
 from ..units import BOLTZMANN_KJ_MOL_K
 from ..dynamics import Dynamics
 from ..integrators import particle_temperatures, set_particle_temperatures
@@ -193,13 +192,8 @@ class WalkerBlock:
         self.health.remember(pos.value_in_unit(u.nanometer))
 
     def _drop(self, simulation, bad, step: int) -> None:
+        drop_replicas(simulation, self.health, bad, self.N, step, (self.dcd,), label=lambda r: self.walkers[r])
         for r, reason in bad:
-            if not np.isfinite(self.health.last_good[r]).all():
-                raise SimulationInstabilityError(f"step {step}: replica {self.walkers[r]}: {reason}; it has no good "
-                                                 "frame to be frozen at")
-        freeze_replicas(simulation, [r for r, _ in bad], self.N, {r: self.health.last_good[r] for r, _ in bad})
-        for r, reason in bad:
-            self.dcd.active[r] = False
             d = {"walker": int(self.walkers[r]), "step": int(step), "reason": reason}
             self.dropped.append(d)
             self._new_drops.append(d)
@@ -328,5 +322,5 @@ class WalkerBlock:
             _Random.owner = None
 
     def ping(self) -> int:
-        """The process this block runs in (tests kill it)."""
+        """The id of the process this block runs in (a Dask worker's, or the driving process's)."""
         return os.getpid()

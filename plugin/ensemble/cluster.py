@@ -23,19 +23,20 @@ actor raises ``RuntimeError("Worker holding Actor was lost.  Status: error")``. 
 starts a new worker process, at a new address. A call that hangs on a worker that vanished without closing its
 connections is given up when the scheduler removes that worker (the actor's future turns ``"error"``).
 
-Only this module imports ``distributed``; it is imported for ``--workers``/``--scheduler`` only. It also serves
-``flashschnet-backmap --scheduler``: :func:`connect_scheduler` and :func:`results_as_completed` (plain tasks).
+It and :mod:`flashschnet.openmm.dask_client` (connecting to a scheduler, plain tasks: also what
+``flashschnet-backmap --scheduler`` uses) are the only modules that import ``distributed``, for
+``--workers``/``--scheduler`` only.
 """
 from __future__ import annotations
 
 import logging
 import os
-import signal
 import time
 import uuid
 from typing import Callable, Dict, List, Optional, Sequence
 
 from ...errors import ClusterError, InputError
+from ..dask_client import connect_scheduler, one_line
 from .block import BlockSpec, WalkerBlock
 from .driver import BlocksLost
 
@@ -57,56 +58,6 @@ def _malloc_trim_threshold():
 class WorkersLost(ClusterError):
     """The blocks cannot be hosted any more: no live Dask worker to rebuild lost blocks on, or a block that
     kills its worker every time. The run's last checkpoint is intact: resume from it."""
-
-
-def _one_line(exc: BaseException, limit: int = 200) -> str:
-    text = str(exc).strip().splitlines()
-    text = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def connect_scheduler(scheduler: str, timeout_s: float = 10.0, worker_timeout_s: float = 60.0,
-                      echo: Callable[[str], None] = print):
-    """A ``distributed.Client`` of the Dask scheduler at ``scheduler`` with at least one worker (waiting up to
-    ``worker_timeout_s`` for the first to join). InputError, one line, where it cannot be reached or no worker
-    joins, or where Dask's ``distributed`` is not installed. (Also what ``flashschnet-backmap --scheduler``
-    connects with.)"""
-    try:
-        import distributed
-    except ImportError:
-        raise InputError(f"--scheduler {scheduler}: needs Dask's distributed package, which is not installed: "
-                         "pip install 'flashschnet[cluster]'") from None
-
-    try:
-        client = distributed.Client(scheduler, timeout=timeout_s)
-    except Exception as exc:     # OSError (timed out), ValueError (bad address), garbage from a non-scheduler
-        raise InputError(f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({_one_line(exc)}); "
-                         "start one (dask scheduler, dask-jobqueue's SLURMCluster, dask-cuda's "
-                         "LocalCUDACluster) or check the address") from None
-    if not client.scheduler_info().get("workers"):
-        echo(f"waiting up to {worker_timeout_s:g} s for a Dask worker to join {scheduler}")
-        try:
-            client.wait_for_workers(1, timeout=worker_timeout_s)
-        except Exception:
-            client.close()
-            raise InputError(f"--scheduler {scheduler}: no Dask worker joined within {worker_timeout_s:g} s; "
-                             f"start workers (dask worker {scheduler}, or your cluster's jobs)") from None
-    return client
-
-
-def results_as_completed(client, fn: Callable, calls: Sequence[tuple], shared: Sequence = ()):
-    """Run ``fn(*call, *shared)`` for every call on ``client``'s workers (``shared`` sent to each worker once;
-    a task whose worker dies is run once more elsewhere) and yield the results as they complete; the tasks left are
-    cancelled when the caller stops early or a task raises (its exception propagates)."""
-    import distributed
-
-    held = client.scatter(list(shared), broadcast=True) if shared else []
-    futures = [client.submit(fn, *call, *held, pure=False, retries=1) for call in calls]
-    try:
-        for fut in distributed.as_completed(futures):
-            yield fut.result()
-    finally:
-        client.cancel([f for f in futures if not f.done()])
 
 
 class DaskBlocks:
@@ -209,7 +160,7 @@ class DaskBlocks:
                 return sorted(self.client.scheduler_info()["workers"])
             problem = f"the client is {self.client.status}"
         except Exception as exc:
-            problem = _one_line(exc)
+            problem = one_line(exc)
         raise WorkersLost(f"lost the Dask scheduler{where} ({problem}); the run's last checkpoint is intact: "
                           "resume from it")
 
@@ -351,17 +302,7 @@ class DaskBlocks:
                                   f"within {self.worker_timeout_s:g} s; the run's last checkpoint is intact")
             time.sleep(0.5)
 
-    # -- tests and shutdown ----------------------------------------------------------------------------------
-    def pids(self) -> List[int]:
-        """The process id of each block's worker (``WalkerBlock.ping``)."""
-        return self.call("ping")
-
-    def kill_worker(self, block: int, sig: int = signal.SIGKILL) -> int:
-        """Send ``sig`` to the process of the worker hosting ``block`` (a local one: tests); return its pid."""
-        pid = int(self.pids()[block])
-        os.kill(pid, sig)
-        return pid
-
+    # -- shutdown ------------------------------------------------------------------------------------------
     def _restore_env(self) -> None:
         for k, v in getattr(self, "_env_before", {}).items():
             if v is None:

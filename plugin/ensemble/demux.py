@@ -17,7 +17,7 @@ import numpy as np
 
 from ...atomic import remove_quietly
 from ..dcd import DCDWriter, read_dcd, read_header
-from .ladder import rung_name
+from ..ladder import rung_name
 
 
 def rung_trajectory(out: str, t_kelvin: float) -> str:

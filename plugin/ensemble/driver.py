@@ -246,11 +246,9 @@ class _Run:
 
 
 def drive(p: EnsemblePlan, blocks, specs: List[BlockSpec], resume: bool, progress: bool = True,
-          echo: Callable[[str], None] = print, on_segment: Optional[Callable[[int], None]] = None,
-          trajectory_topology=None) -> EnsembleResult:
+          echo: Callable[[str], None] = print, trajectory_topology=None) -> EnsembleResult:
     """Run (or resume) plan ``p`` on ``blocks`` (:class:`LocalBlocks` or Dask's) to step ``p.steps``.
 
-    ``on_segment(step)`` is called after each segment (tests use it to kill a worker at a given step).
     ``trajectory_topology``: one walker's topology, for the per-temperature files (parallel tempering).
     Raises :class:`SimulationInstabilityError` when a walker blows up (policy ``"stop"``) or every walker is
     dropped; the run's last checkpoint is kept.
@@ -348,8 +346,6 @@ def drive(p: EnsemblePlan, blocks, specs: List[BlockSpec], resume: bool, progres
                 continue
             if bar is not None:
                 bar.update(target - before)
-            if on_segment is not None:
-                on_segment(target)
     finally:
         if bar is not None:
             bar.close()

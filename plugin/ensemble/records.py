@@ -24,9 +24,7 @@ from typing import Dict, Optional, Sequence, Union
 
 from ...errors import InputError
 from ..reporters import CSVFile, ReplicaLog, cut_csv_to_size, read_checkpoint, write_checkpoint
-from .ladder import rung_name
-
-EXCHANGE_COLUMNS = ["step", "pair", "T_lo_K", "T_hi_K", "walker_lo", "walker_hi", "probability", "accepted"]
+from ..ladder import EXCHANGE_COLUMNS, rung_name
 
 
 def open_records(out: str, dt_ps: float, ladder: Optional[Sequence[float]] = None,

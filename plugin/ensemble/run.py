@@ -2,7 +2,7 @@
 
 :func:`run_ensemble` is what ``flashschnet-simulate --temperatures/--blocks/--workers/--scheduler`` runs once the
 CG run (:func:`flashschnet.openmm.simulate.run`) has checked its input and made the block builder
-(:class:`flashschnet.openmm.simulate.CGBuilder`): the blocks (in this process, or Dask actors: :mod:`.cluster`),
+(:class:`flashschnet.openmm.cg_setup.CGBuilder`): the blocks (in this process, or Dask actors: :mod:`.cluster`),
 the run directory and the CG run's own start files, the driving loop (:func:`.driver.drive`), and a
 :class:`~flashschnet.openmm.runner.RunResult` as a plain run reports it. :func:`finish_rung_files` completes the
 per-temperature trajectories of a run that stopped after its last checkpoint but before it wrote them.
@@ -77,11 +77,14 @@ def run_ensemble(plan: EnsemblePlan, builder, particles: int, trajectory_topolog
 
 
 def finish_rung_files(out: str, temperatures_K: Sequence[float], report_interval: int, dt_ps: float,
-                      topology: Callable[[], object], echo: Callable[[str], None] = print) -> None:
+                      topology: Callable[[], object], damaged_rungs: Callable[[str, Sequence[float]], List[str]],
+                      echo: Callable[[str], None] = print) -> None:
     """A tempering run at its step count whose per-temperature files (``T<K>.dcd``) are missing, older than
     ``walkers.csv`` (the run stopped, e.g. on a full disk, after its last checkpoint but before it demultiplexed),
-    or damaged (:func:`damaged_rungs`): write them now from the walker files, as the end of the run would have.
-    ``topology()``: one walker's topology (called only when there is something to write)."""
+    or damaged (``damaged_rungs(out, temperatures_K)`` lists the problems: the caller passes
+    :func:`flashschnet.openmm.run_checks.damaged_rungs`, a reader of run directories, which this package does not
+    import): write them now from the walker files, as the end of the run would have. ``topology()``: one walker's topology (called only when there is
+    something to write)."""
     log = os.path.join(out, "walkers.csv")
     if not os.path.exists(log):
         return
@@ -97,29 +100,3 @@ def finish_rung_files(out: str, temperatures_K: Sequence[float], report_interval
     echo(f"note: {'; '.join(why) + '; ' if why else ''}wrote the per-temperature trajectories "
          f"({len(temperatures_K)} T<K>.dcd files) from the walkers' (replica_WWW.dcd, walkers.csv): the run had not "
          "finished them" + (" whole" if why else ""))
-
-
-def damaged_rungs(out: str, temperatures_K: Sequence[float]) -> List[str]:
-    """What is wrong with the ``T<K>.dcd`` files of a finished tempering run, one line each naming the file: read
-    whole by :class:`~flashschnet.openmm.run_reader.RunDir` (a damaged header or frame, a file cut short) and
-    checked against the walkers' trajectories (:func:`~flashschnet.openmm.run_checks.check_rungs`)."""
-    from ...errors import InputError
-    from ..run_checks import check_rungs
-    from ..run_reader import RunDir
-
-    rd = RunDir(out)
-    ladder = {float(t): rung_trajectory(out, t) for t in temperatures_K}
-    found = []
-    for path in ladder.values():
-        try:
-            rd.frames(path)
-        except InputError as exc:
-            found.append(str(exc).split(";")[0])
-    if not found:
-        try:
-            check_rungs(rd, ladder, "")
-        except InputError as exc:
-            found.append(str(exc).split(";")[0])
-    names = [os.path.basename(p) for p in ladder.values()]
-    found += [n.split(";")[0] for n in rd.notes if n.split(":")[0] in names]
-    return found

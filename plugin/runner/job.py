@@ -2,7 +2,7 @@
 
 :func:`flashschnet.openmm.simulate.run` (the CG network) and :func:`flashschnet.openmm.martini.run.run_martini`
 (MARTINI 3) each build their System and describe it as an :class:`MDJob`; :func:`run_job` does the rest, the
-same way for both: the Langevin integrator, the Simulation, a new start (``run.json``, the engine's own start:
+same way for both: the integrator, the Simulation, a new start (``run.json``, the force field's own start:
 positions, minimisation, topology file; velocities) or a resume (the checkpoint loaded, trajectories and log cut
 back to it, dropped replicas frozen again), the reporters (health first, one DCD per replica, the CSV log, atomic
 checkpoints), the step loop, and the result. A new run records its starting state (once the health check passed
@@ -12,7 +12,7 @@ Run directories written before step 0 was recorded keep their numbering (first s
 resumed.
 
 A replica that blows up (``job.on_blowup``): ``"stop"`` ends the run (:class:`SimulationInstabilityError`, the
-last good checkpoint kept); ``"drop"`` freezes it at its last good frame (:func:`~.loop.freeze_replicas`), prints
+last good checkpoint kept); ``"drop"`` freezes it at its last good frame (:func:`~.loop.drop_replicas`), prints
 ``replica R dropped at step S: reason``, records it in ``dropped.json`` and in the checkpoint (a resumed run
 freezes it again) and stops its frames and log rows; losing the last replica ends the run as ``"stop"`` does.
 """
@@ -32,7 +32,7 @@ from ..dynamics import Dynamics
 from ..reporters import (CheckpointReporter, HealthReporter, ReplicaCSVReporter, ReplicaDCDReporter, cut_trajectories,
                          ns_per_day, read_checkpoint, truncate_csv)
 from .directory import few_frames_warning, make_run_dir, resumed_step, write_dropped, write_run_json
-from .loop import checkpoint_hint, freeze_replicas, integrate
+from .loop import checkpoint_hint, drop_replicas, integrate
 
 
 @dataclass
@@ -67,7 +67,7 @@ def resume_already_done(out: str, steps: int, replicas: int) -> Optional[RunResu
 
 @dataclass
 class MDJob:
-    """An engine's System, described for :func:`run_job`.
+    """A force field's System, described for :func:`run_job`.
 
     Attributes
     ----------
@@ -87,7 +87,7 @@ class MDJob:
     masses_amu : ndarray [particles]
         One replica's masses (for the temperature).
     start : callable(Simulation)
-        Starts a new run: positions (and whatever else the engine does first: minimisation, the topology
+        Starts a new run: positions (and whatever else the force field does first: minimisation, the topology
         file). Velocities are drawn afterwards, here.
     run_json : dict
         What a new run writes to ``run.json`` (the settings a resumed run must match).
@@ -189,13 +189,8 @@ def run_job(job: MDJob, resume: bool = False, progress: bool = True,
     hint = checkpoint_hint(checkpoint, simulation.currentStep if resume else None)
 
     def drop(simulation, bad, step: int) -> None:
+        drop_replicas(simulation, health, bad, N, step, (dcd, log), hint=hint)
         for r, reason in bad:
-            if not np.isfinite(health.last_good[r]).all():
-                raise SimulationInstabilityError(f"step {step}: replica {r}: {reason}; it has no good frame to be "
-                                                 f"frozen at; stopping ({hint()})")
-        freeze_replicas(simulation, [r for r, _ in bad], N, {r: health.last_good[r] for r, _ in bad})
-        for r, reason in bad:
-            dcd.active[r] = log.active[r] = False
             dropped.append({"replica": int(r), "step": int(step), "reason": reason})
             echo(f"replica {r} dropped at step {step}: {reason}")
         write_dropped(dropped_path, dropped)

@@ -39,6 +39,25 @@ def freeze_replicas(simulation, replicas: Sequence[int], n_beads: int, positions
     context.setVelocities(vel)
 
 
+def drop_replicas(simulation, health, bad: Sequence[Tuple[int, str]], n_beads: int, step: int,
+                  reporters: Sequence = (), label: Callable[[int], object] = int,
+                  hint: Optional[Callable[[], str]] = None) -> None:
+    """Drop the replicas ``bad`` (``[(r, reason)]``) of a packed Context: each frozen at its last good frame
+    (``health.last_good``, :func:`freeze_replicas`) and no longer written by ``reporters`` (each with an
+    ``active`` mask). What a plain run and an ensemble's block do alike (``--on-blowup drop``); the bookkeeping
+    (``dropped.json``, the checkpoint, the messages) is theirs. A replica with no good frame to be frozen at is a
+    :class:`SimulationInstabilityError` naming it as ``label(r)`` (a walker's number in a block), with ``hint()``
+    where the last good checkpoint is."""
+    for r, reason in bad:
+        if not np.isfinite(health.last_good[r]).all():
+            raise SimulationInstabilityError(f"step {step}: replica {label(r)}: {reason}; it has no good frame to "
+                                             "be frozen at" + (f"; stopping ({hint()})" if hint else ""))
+    freeze_replicas(simulation, [r for r, _ in bad], n_beads, {r: health.last_good[r] for r, _ in bad})
+    for r, _ in bad:
+        for reporter in reporters:
+            reporter.active[r] = False
+
+
 def checkpoint_hint(checkpoint, resumed_at: Optional[int] = None) -> Callable[[], str]:
     """A function saying where the last good checkpoint of ``checkpoint`` (a CheckpointReporter) is, for
     error messages; ``resumed_at``: the step of the checkpoint a resumed run started from."""

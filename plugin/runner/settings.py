@@ -4,7 +4,7 @@
 :class:`~flashschnet.openmm.simulate.RunSettings` (CG runs and their ensembles),
 :class:`~flashschnet.openmm.martini.run.MartiniSettings` and the ensemble driver's
 :class:`~flashschnet.openmm.ensemble.driver.EnsemblePlan` build on :class:`DynamicsSettings`; its fields are keys of
-``run.json`` as they are (a field here is recorded and resumed like the engine's own).
+``run.json`` as they are (a field here is recorded and resumed like the force field's own).
 """
 from __future__ import annotations
 
@@ -111,3 +111,27 @@ class DynamicsSettings:
         """The integrator's step, fs: what one of ``steps`` advances (``dt_fs``; the outer step of a run with
         multiple time stepping, :class:`~flashschnet.openmm.simulate.RunSettings`)."""
         return float(self.dt_fs)
+
+
+def check_mts(mts: Optional[str], outer_dt_fs: Optional[float], step_fs: float, dt_fs: float,
+              max_dt_fs: float) -> None:
+    """Check a run's multiple-time-step settings: ``--outer-dt`` only with, and always with, ``--mts``; an outer
+    step ``step_fs`` (fs) in (0, ``max_dt_fs``] and a whole multiple of the inner step ``dt_fs``; one-line
+    :class:`InputError`."""
+    o, m, dt = flag("outer_dt_fs"), flag("mts"), flag("dt_fs")
+    if outer_dt_fs is not None and not mts:
+        raise InputError(f"{o} sets the outer step of multiple time stepping: it needs {m} INNER_MODEL "
+                         "(flashschnet-distill writes one)")
+    if not mts:
+        return
+    if not str(mts).strip():
+        raise InputError(f"{m} is empty; give an inner model file (flashschnet-distill MODEL PDB --out inner.pt)")
+    if outer_dt_fs is None:     # no default: the stable outer step is the model's and the inner model's, measured
+        raise InputError(f"{m} needs {o} FS, the outer step: measure the longest stable one for your model and "
+                         "inner model (tools/dmts_validate.py; docs/sampling.md has trp-cage's)")
+    if not (0.0 < step_fs <= max_dt_fs):
+        raise InputError(f"{o} {step_fs:g} fs is outside (0, {max_dt_fs:g}]")
+    k = step_fs / dt_fs
+    if round(k) < 1 or abs(k - round(k)) > 1e-9 * k:
+        raise InputError(f"{o} {step_fs:g} fs must be a whole multiple of {dt} {dt_fs:g} fs (the inner step), "
+                         f"e.g. {o} {2 * dt_fs:g}")

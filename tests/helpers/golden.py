@@ -99,7 +99,7 @@ def openmm_outputs() -> Dict[str, np.ndarray]:
     import openmm.unit as u
 
     from flashschnet import load_model
-    from flashschnet.openmm.force import add_network_force
+    from flashschnet.openmm.force import make_network_force
 
     path, fx = _oracle()
     pos, types = fx["positions_A"][:2], fx["bead_types"]
@@ -109,7 +109,7 @@ def openmm_outputs() -> Dict[str, np.ndarray]:
         system = openmm.System()
         for _ in range(pos.shape[0] * len(types)):
             system.addParticle(12.0)
-        add_network_force(system, model, types, pos.shape[0], kind=network_force)
+        system.addForce(make_network_force(network_force, model, types, pos.shape[0]))
         ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("Reference"))
         ctx.setPositions((pos.reshape(-1, 3).double() * 0.1).numpy())
         st = ctx.getState(getEnergy=True, getForces=True)

@@ -143,7 +143,7 @@ def quiet_readers(monkeypatch, captured: Dict[str, object]) -> None:
     """Stub the figures of analyze and compare (drawing, not reading) and stop backmapping where the frames would
     be rebuilt (``captured["frames"]``: what it was handed: the skeleton from the reference, the CG frames)."""
     import flashschnet.openmm.analyze as analyze
-    import flashschnet.openmm.backmap.job as job
+    import flashschnet.openmm.backmap.command as command
     import flashschnet.openmm.compare as compare
     import flashschnet.openmm.exchange_diagnostics as exchange
     import flashschnet.openmm.thermo_report as thermo_report
@@ -155,7 +155,7 @@ def quiet_readers(monkeypatch, captured: Dict[str, object]) -> None:
     monkeypatch.setattr(analyze, "plot_report", lambda result, out: None)
     monkeypatch.setattr(thermo_report, "_plot_thermo", lambda thermo, out: None)
     monkeypatch.setattr(exchange, "plot", lambda diag, out: None)
-    monkeypatch.setattr(job, "backmap_frames", rebuild)
+    monkeypatch.setattr(command, "backmap_frames", rebuild)
     monkeypatch.setattr(compare, "plot", lambda result, path: None)
     monkeypatch.setattr(compare.sampling_report, "plot", lambda result, path: None)
 

@@ -116,6 +116,39 @@ def test_no_import_cycle_in_model_or_plugin():
     assert not cycle, "import cycle: " + " -> ".join(cycle)
 
 
+#: the two façades (``flashschnet``, ``flashschnet.openmm``: names re-exported for users), left out of the package
+#: graph: every package is below them
+FACADES = ("flashschnet", "flashschnet.openmm")
+
+
+def package_of(module: str) -> str:
+    """The unit of the package graph a module belongs to: ``flashschnet.X`` for ``model/`` and
+    ``flashschnet.openmm.X`` for ``plugin/`` (X a subpackage or a top-level module)."""
+    parts = module.split(".")
+    return ".".join(parts[:3] if module.startswith("flashschnet.openmm.") else parts[:2])
+
+
+def package_graph(graph: Dict[str, Set[str]]) -> Dict[str, Set[str]]:
+    """The import graph between packages (:func:`package_of`), the façades and the command-line scripts left out."""
+    out: Dict[str, Set[str]] = {}
+    for name, edges in graph.items():
+        if name in FACADES or name.startswith("flashschnet.scripts"):
+            continue
+        unit = package_of(name)
+        out.setdefault(unit, set()).update(package_of(e) for e in edges if e not in FACADES
+                                           and package_of(e) != unit)
+    return out
+
+
+def test_no_import_cycle_between_packages():
+    """One direction between packages too (e.g. ``fused`` imports ``nn``, never the reverse; ``config`` is a leaf
+    of ``nn``; the readers of run directories import ``ensemble``, never the reverse)."""
+    cycle = find_cycle(package_graph(import_graph()))
+    assert not cycle, "import cycle between packages: " + " -> ".join(cycle)
+    assert package_graph({"flashschnet.nn.schnet": {"flashschnet.fused.op"}, "flashschnet.fused.op": {
+        "flashschnet.nn.layout"}}) == {"flashschnet.nn": {"flashschnet.fused"}, "flashschnet.fused": {"flashschnet.nn"}}
+
+
 def test_the_cycle_finder_finds_cycles():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) == []

@@ -1,8 +1,8 @@
 """Several OpenMM Contexts in separate Python threads, all running ONE model, give bitwise the same results as
 the same Contexts run one after the other.
 
-Three ways of sharing the model: :func:`flashschnet.openmm.build_replica_systems` (one-replica Systems sharing
-one scripted network module, openmm-torch TorchForce), plain :func:`build_system` Systems built from one model
+Three ways of sharing the model: one-replica :func:`build_system` Systems sharing one scripted network module
+(``module=``, openmm-torch TorchForce), plain :func:`build_system` Systems built from one model
 object (TorchForce), and ``network_force="python"`` (``openmm.PythonForce`` Systems calling the one model
 object from Python). Both network backends that run on CPU ('torch', 'reference'); Reference and CPU
 platforms (CUDA and OpenCL when present). K threads create their Contexts, meet at a barrier so the steps
@@ -32,7 +32,7 @@ import torch
 from conftest import EXAMPLES, platforms
 
 import flashschnet
-from flashschnet.openmm import build_replica_systems, build_system
+from flashschnet.openmm import build_system, network_module
 from flashschnet.openmm.system import replica_positions_nm
 from flashschnet.options import default_network
 
@@ -65,7 +65,8 @@ def _systems(kind: str, mol, model):
     once, then each System built from it as given (``compress="none"``: build_system would make its own copy)."""
     model = default_network(model)
     if kind == "replica_systems":
-        return build_replica_systems(mol, model, K, compress="none")
+        module = network_module(model, torch.as_tensor(mol.bead_types, dtype=torch.long), 1)
+        return [build_system(mol, model, 1, module=module) for _ in range(K)]
     return [build_system(mol, model, 1, network_force="python" if kind == "python" else "torch", compress="none")
             for _ in range(K)]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import assert_forces_match_finite_differences, rel_error, torchforce_energy_forces
+from conftest import CPU_BACKENDS, assert_forces_match_finite_differences, rel_error, torchforce_energy_forces
 from flashschnet import CGSchNet, InputError, compress, quantize
 from flashschnet.fused import clear_engine_cache
 from flashschnet.transforms import DEFAULT_KNOTS, TOLERANCE, apply_compression, describe_compression
@@ -33,7 +33,7 @@ def test_default_float32_tables_meet_the_force_bound_on_the_oracle_frames(fixtur
     assert rel_error(e, e0) <= 1e-5
 
 
-@pytest.mark.parametrize("backend", ["reference", "torch"])
+@pytest.mark.parametrize("backend", CPU_BACKENDS)
 def test_forces_are_the_gradient_of_the_tabulated_energy(fixture_a, model64, backend):
     # a coarse table (24 knots): far from the exact network, but its forces must still be its own gradient
     coarse = compress(model64, knots=24, tolerance=1.0)
@@ -100,7 +100,7 @@ def test_a_table_ending_before_the_graph_cutoff_gives_zero_filters_beyond_it():
     assert comp.interaction_blocks[0].conv.filter_network.r_end == 6.0
     pos = torch.tensor([[[0.0, 0.0, 0.0], [7.5, 0.0, 0.0], [0.0, 8.0, 0.0], [3.0, 3.0, 0.5]]], dtype=torch.float64)
     types = torch.tensor([1, 2, 3, 1])
-    for backend in ("reference", "torch"):
+    for backend in CPU_BACKENDS:
         comp.backend = exact.backend = backend
         e0, f0 = exact.energy_forces(pos, types)
         e, f = comp.energy_forces(pos, types)
@@ -110,7 +110,7 @@ def test_a_table_ending_before_the_graph_cutoff_gives_zero_filters_beyond_it():
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
-@pytest.mark.parametrize("backend", ["reference", "torch"])
+@pytest.mark.parametrize("backend", CPU_BACKENDS)
 def test_tiny_molecules_and_replicas(default32, model64, n, backend):
     g = torch.Generator().manual_seed(n)
     pos = torch.randn(3, n, 3, generator=g, dtype=torch.float64) * 2.0

@@ -365,7 +365,7 @@ def _fes_array(fes):
 
 
 def test_tempering_run_is_analysed_per_temperature_each_with_its_own_kT(pt_run, tmp_path, capsys):
-    from flashschnet.openmm.ensemble.ladder import geometric_ladder, rung_name
+    from flashschnet.openmm.ladder import geometric_ladder, rung_name
 
     out = tmp_path / "pt_report"
     rc, err = _analyze(capsys, pt_run, "--out", out, "--bins", "2")

@@ -8,7 +8,7 @@ import openmm.unit as u
 import pytest
 import torch
 
-from conftest import EXAMPLES, platforms
+from conftest import CPU_BACKENDS, EXAMPLES, platforms
 from flashschnet import load_model, map_pdb
 from flashschnet.openmm.energies import ReplicaEnergies
 from flashschnet.openmm.force import OpenMMNetwork, network_module
@@ -24,7 +24,7 @@ def _state_energy(system, platform, pos_nm):
 @pytest.mark.parametrize("platform", platforms())
 @pytest.mark.parametrize("network_force", ["torch", "python"])
 @pytest.mark.parametrize("replicas", [1, 3])
-@pytest.mark.parametrize("backend", ["torch", "reference"])
+@pytest.mark.parametrize("backend", CPU_BACKENDS)
 def test_replica_energies_sum_to_the_contexts_energy(platform, network_force, replicas, backend):
     model = load_model(EXAMPLES / "trpcage_trained.pt", dtype=torch.float64, backend=backend)
     mol = map_pdb(EXAMPLES / "1L2Y_trpcage.pdb")

@@ -8,12 +8,12 @@ import openmm.unit as u
 import pytest
 import torch
 
-from conftest import EXAMPLES, oracle_path, platforms
+from conftest import CPU_BACKENDS, EXAMPLES, oracle_path, platforms
 from flashschnet import load_model, map_pdb
 from flashschnet.errors import InputError
 from flashschnet.openmm.doctor import known_xml_crash_here
-from flashschnet.openmm.force import add_network_force, network_module
-from flashschnet.openmm.system import (NETWORK_GROUP, PRIOR_GROUP, build_replica_systems, build_system,
+from flashschnet.openmm.force import make_network_force, network_module
+from flashschnet.openmm.system import (NETWORK_GROUP, PRIOR_GROUP, build_system,
                                        replica_positions_nm)
 from flashschnet.openmm.units import conversion_factors
 from flashschnet.priors import PriorSet, prior_energy_forces
@@ -40,7 +40,7 @@ def test_units_are_converted_in_one_place():
 
 @pytest.mark.parametrize("platform", platforms())
 @pytest.mark.parametrize("replicas", [1, 3])
-@pytest.mark.parametrize("backend", ["reference", "torch"])
+@pytest.mark.parametrize("backend", CPU_BACKENDS)
 def test_torchforce_equals_model(fixture_a, platform, replicas, backend):
     """getState energies/forces == model.energy_forces (float64 network), packed replicas."""
     model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend=backend)
@@ -50,7 +50,7 @@ def test_torchforce_equals_model(fixture_a, platform, replicas, backend):
     system = openmm.System()
     for _ in range(replicas * len(types)):
         system.addParticle(12.0)
-    add_network_force(system, model, types, replicas)
+    system.addForce(make_network_force("torch", model, types, replicas))
     ctx = _context(system, platform)
     ctx.setPositions((pos.reshape(-1, 3) * 0.1).numpy())
     e, f = _energy_forces(ctx)
@@ -69,7 +69,7 @@ def test_torchforce_float32_network(fixture_a, platform):
     system = openmm.System()
     for _ in range(2 * len(types)):
         system.addParticle(12.0)
-    add_network_force(system, model, types, 2)
+    system.addForce(make_network_force("torch", model, types, 2))
     ctx = _context(system, platform)
     ctx.setPositions((pos.reshape(-1, 3) * 0.1).numpy())
     e, f = _energy_forces(ctx)
@@ -84,7 +84,8 @@ def test_separate_contexts_share_one_model(fixture_a, platform):
     """R one-replica Contexts running one scripted module give each replica's own numbers."""
     mol = _chignolin(fixture_a)
     model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64)
-    systems = build_replica_systems(mol, model, 3, priors=None)
+    module = network_module(model, torch.as_tensor(mol.bead_types, dtype=torch.long), 1)
+    systems = [build_system(mol, model, 1, priors=None, module=module, compress="none") for _ in range(3)]
     e_ref, f_ref = model.energy_forces(fixture_a["positions_A"][:3], fixture_a["bead_types"])
     tol = 1e-10 if platform == "Reference" else 1e-5
     for r, system in enumerate(systems):

@@ -34,7 +34,7 @@ from conftest import EXAMPLES
 from flashschnet.errors import InputError
 from flashschnet.openmm.analyze_series import log_series
 from flashschnet.openmm.ensemble.driver import EnsemblePlan, LocalBlocks, block_specs, check_plan, drive
-from flashschnet.openmm.ensemble.ladder import parse_temperatures
+from flashschnet.openmm.ladder import parse_temperatures
 from flashschnet.openmm.exchange_diagnostics import diagnostics
 from flashschnet.openmm.run_reader import RunDir
 from flashschnet.openmm.thermo import ThermoFit

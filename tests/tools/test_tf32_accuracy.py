@@ -1,4 +1,4 @@
-"""The CPU emulation of the triton kernels' tf32 filter products (flashschnet.kernels.emulation) and the prediction
+"""The CPU emulation of the triton kernels' tf32 filter products (flashschnet.fused.emulation) and the prediction
 the GPU check reads from docs/tf32-accuracy.json (made by tools/tf32_accuracy.py): the roundings bit for bit against
 numpy, the emulation against ieee, the plain-PyTorch emulation and the bf16 products, and the recorded prediction
 against a recomputation. A few seconds."""
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from conftest import ROOT, oracle_path
-from flashschnet.kernels import emulation as ta
+from flashschnet.fused import emulation as ta
 from helpers.cfconv_reference import round_tf32 as helper_round_tf32
 
 JSON = ROOT / "docs" / "tf32-accuracy.json"

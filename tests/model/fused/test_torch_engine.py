@@ -9,7 +9,7 @@ from conftest import EXAMPLES, assert_forces_match_finite_differences, oracle_pa
 from flashschnet import load_model, map_pdb
 from flashschnet.fused import clear_engine_cache
 from flashschnet.fused.nodes import energy_forces_fused
-from flashschnet.fused.layout import unpack
+from flashschnet.nn.layout import unpack
 from flashschnet.fused.torch_engine import TorchPairEngine
 
 PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")

@@ -19,7 +19,7 @@ from flashschnet.fused import op as fused_op
 from flashschnet.fused.nodes import energy_forces_fused
 from flashschnet.fused.engine import engine_names, engine_of_filters, make_engine, running_engine
 from flashschnet.fused.graph import GraphedStep
-from flashschnet.fused.layout import unpack
+from flashschnet.nn.layout import unpack
 from flashschnet.fused.triton_engine import TritonTileEngine
 from helpers.cfconv_reference import matmul
 

@@ -12,7 +12,7 @@ import torch
 from conftest import rel_error
 from flashschnet import compress
 from flashschnet.fused.nodes import energy_forces_fused
-from flashschnet.fused.layout import unpack
+from flashschnet.nn.layout import unpack
 from flashschnet.fused.torch_engine import TorchPairEngine
 from flashschnet.kernels import cpu_pairs
 
@@ -128,7 +128,7 @@ def test_split_over_threads_is_deterministic_and_equals_one_thread(monkeypatch, 
 def test_table_kernels_equal_the_pytorch_lookup(F, Q):
     """The table loops, compiled for F = 64 (Q = 2, 3) and generic otherwise, against TableFilter's PyTorch lookup
     and index_add (float64), with the interval weights computed once and shared by both passes."""
-    from flashschnet.fused.layout import TableWeights
+    from flashschnet.nn.layout import TableWeights
     from flashschnet.fused.torch_engine import TableFilter, _Loops
 
     g = torch.Generator().manual_seed(F + Q)

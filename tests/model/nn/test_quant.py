@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from conftest import (EXAMPLES, assert_forces_match_finite_differences, oracle_path, rel_error,
+from conftest import (EXAMPLES, FUSED_BACKENDS, assert_forces_match_finite_differences, oracle_path, rel_error,
                       torchforce_energy_forces)
 from flashschnet import InputError, load_model, map_pdb, quantize, save_checkpoint
 from flashschnet.fused import clear_engine_cache
@@ -183,7 +183,7 @@ def _model(variant_name, backend, dtype=torch.float64, matmul="ieee"):
 
 
 @pytest.mark.parametrize("variant_name", ["fp16", "bf16-cast"])
-@pytest.mark.parametrize("backend", ["torch", "triton"])
+@pytest.mark.parametrize("backend", FUSED_BACKENDS)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
 def test_backends_agree_on_quantized_weights_chignolin(fixture_a, variant_name, backend, dtype):
     pos, types = fixture_a["positions_A"][:3].to(dtype), fixture_a["bead_types"]
@@ -199,7 +199,7 @@ def test_tiny_quantized_molecules_agree(n):
     pos = torch.randn(2, n, 3, dtype=torch.float64) * 3.0
     types = torch.tensor([21, 22, 6][:n])
     e_ref, f_ref = _model("fp16", "reference").energy_forces(pos, types)
-    for backend in ("torch", "triton"):
+    for backend in FUSED_BACKENDS:
         e, f = _model("fp16", backend).energy_forces(pos, types)
         assert float((e - e_ref).abs().max()) < 1e-12 * max(1.0, float(e_ref.abs().max()))
         assert float((f - f_ref).abs().max()) < 1e-11 * max(1.0, float(f_ref.abs().max()))

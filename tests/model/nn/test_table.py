@@ -8,9 +8,7 @@ import math
 import pytest
 import torch
 
-from flashschnet import InputError
-from flashschnet.nn.table import (ORDERS, TABLE_DTYPES, FilterTable, encode, knot_data, normalize_compression,
-                                  table_lookup)
+from flashschnet.nn.table import (ORDERS, TABLE_DTYPES, FilterTable, encode, knot_data, table_lookup)
 
 
 def smooth(r: torch.Tensor) -> torch.Tensor:
@@ -96,15 +94,7 @@ def test_filter_table_keeps_its_storage_format_when_moved():
     assert t(torch.tensor([1.0], dtype=torch.float64)).dtype == torch.float64
 
 
-@pytest.mark.parametrize("spec,match", [
-    ({"kind": "septic", "knots": 8, "dtype": "float32"}, "kind"),
-    ({"kind": "quintic", "knots": 1, "dtype": "float32"}, "knots"),
-    ({"kind": "quintic", "knots": True, "dtype": "float32"}, "knots"),
-    ({"kind": "quintic", "knots": 8, "dtype": "int8"}, "dtype"),
-    ({"kind": "quintic"}, "compression"),
-])
-def test_bad_compression_configs_are_refused(spec, match):
-    with pytest.raises(InputError, match=match):
-        normalize_compression(spec)
-    assert normalize_compression(None) is None
-    assert set(ORDERS) == {"cubic", "quintic"}
+def test_the_table_dtypes_and_orders_are_the_names_of_the_config():
+    from flashschnet import names
+
+    assert ORDERS == names.TABLE_ORDERS and tuple(TABLE_DTYPES) == names.TABLE_DTYPES

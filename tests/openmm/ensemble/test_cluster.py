@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import logging
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -47,17 +48,35 @@ def _plan(out, **kw):
     return p
 
 
-def _drive(plan, make_blocks, on_segment=None, builder=None):
-    """Run ``plan`` on ``make_blocks(builder, specs)``; return (result, echoed lines, the blocks' worker pids at
-    the start)."""
+class _KillAfter:
+    """The blocks, except that the process of block ``block``'s worker is sent SIGKILL once, after the segment
+    ending at step ``at`` has run whole (its reports and checkpoint included): just before the next ``advance``
+    call. ``killed``: the pid it killed."""
+
+    def __init__(self, blocks, at: int, block: int):
+        self.blocks, self.at, self.block, self.killed = blocks, at, block, []
+
+    def call(self, method, args=None):
+        if method == "advance" and args and args[0][0] > self.at and not self.killed:
+            pid = int(self.blocks.call("ping")[self.block])
+            os.kill(pid, signal.SIGKILL)
+            self.killed.append(pid)
+        return self.blocks.call(method, args)
+
+    def __getattr__(self, name):
+        return getattr(self.blocks, name)
+
+
+def _drive(plan, make_blocks, builder=None, wrap=lambda blocks: blocks):
+    """Run ``plan`` on ``wrap(make_blocks(builder, specs))``; return (result, echoed lines, the blocks' worker pids
+    at the start)."""
     os.makedirs(plan.out, exist_ok=True)
     specs = block_specs(plan)
     lines = []
-    blocks = make_blocks(builder or HarmonicBuilder(particles=P), specs, lines.append)
+    blocks = wrap(make_blocks(builder or HarmonicBuilder(particles=P), specs, lines.append))
     try:
         pids = blocks.call("ping")
         result = drive(plan, blocks, specs, resume=False, progress=False, echo=lines.append,
-                       on_segment=(lambda step: on_segment(blocks, step)) if on_segment else None,
                        trajectory_topology=_topology(P))
     finally:
         blocks.close()
@@ -139,14 +158,15 @@ def test_existing_scheduler_runs_the_same_and_notes_idle_workers(tmp_path, refer
 def test_a_killed_worker_rolls_back_to_the_checkpoint_and_the_files_hold_every_frame_once(tmp_path, reference):
     """SIGKILL the process of block 1's worker after the segment ending at KILL_AT: the next call finds it lost,
     the block is rebuilt on a live worker, every block restores the step-1000 checkpoint, the run finishes."""
-    killed = []
+    wrapped = []
 
-    def kill(blocks, step):
-        if step == KILL_AT and not killed:
-            killed.append(blocks.kill_worker(1))
+    def wrap(blocks):
+        wrapped.append(_KillAfter(blocks, KILL_AT, 1))
+        return wrapped[0]
 
     result, lines, pids = _drive(_plan(tmp_path / "run"),
-                                 lambda b, s, echo: DaskBlocks(b, s, workers=2, echo=echo), on_segment=kill)
+                                 lambda b, s, echo: DaskBlocks(b, s, workers=2, echo=echo), wrap=wrap)
+    killed = wrapped[0].killed
     assert killed == [pids[1]] and len(set(pids)) == 2
     assert result.rollbacks == 1 and result.steps_done == STEPS
     lost = [line for line in lines if "lost" in line]

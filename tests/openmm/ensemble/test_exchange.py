@@ -1,5 +1,5 @@
 """Unit tests of the exchange step (:mod:`flashschnet.openmm.ensemble.exchange`) and of the temperature ladder
-(:mod:`flashschnet.openmm.ensemble.ladder`): exact detailed balance on an enumerated discrete system, the
+(:mod:`flashschnet.openmm.ladder`): exact detailed balance on an enumerated discrete system, the
 Metropolis draws, the pair schedule, dropped walkers, the bookkeeping, the checkpoint round trip and the
 ``--temperatures`` parser. No OpenMM run; a few seconds in all."""
 import itertools
@@ -17,7 +17,7 @@ import torch  # noqa: F401  (torch before openmm)
 from flashschnet.errors import InputError
 from flashschnet.openmm.ensemble import exchange as exchange_module
 from flashschnet.openmm.ensemble.exchange import Exchanger, swap_probability
-from flashschnet.openmm.ensemble.ladder import (check_ladder, check_names, geometric_ladder, parse_temperatures,
+from flashschnet.openmm.ladder import (check_ladder, check_names, geometric_ladder, parse_temperatures,
                                                 rung_name)
 from flashschnet.openmm.units import BOLTZMANN_KJ_MOL_K as KB
 

@@ -47,7 +47,7 @@ from flashschnet.openmm.ensemble.block import WalkerBlock
 from flashschnet.openmm.ensemble.demux import rung_trajectory
 from flashschnet.openmm.ensemble.driver import EnsemblePlan, LocalBlocks, block_specs, check_plan, drive
 from flashschnet.openmm.ensemble.exchange import Exchanger
-from flashschnet.openmm.ensemble.ladder import parse_temperatures
+from flashschnet.openmm.ladder import parse_temperatures
 from flashschnet.openmm.units import BOLTZMANN_KJ_MOL_K
 from helpers.ensemble_systems import HarmonicBuilder, _topology
 

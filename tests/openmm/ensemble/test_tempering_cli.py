@@ -14,7 +14,7 @@ import pytest
 
 from conftest import EXAMPLES
 from flashschnet.openmm.dcd import read_dcd
-from flashschnet.openmm.ensemble.ladder import geometric_ladder, rung_name
+from flashschnet.openmm.ladder import geometric_ladder, rung_name
 from flashschnet.openmm.reporters import read_checkpoint
 from flashschnet.scripts.simulate import main
 from flashschnet.tiny import tiny_model

@@ -1,11 +1,20 @@
 """The temperature ladder of a parallel-tempering run: ``--temperatures 300:450:8`` (a geometric ladder) or
-``--temperatures 300,320,345`` (an explicit, increasing list), in kelvin."""
+``--temperatures 300,320,345`` (an explicit, increasing list), in kelvin; and the names its files use (a rung's
+trajectory, :func:`rung_name`; ``exchanges.csv``'s columns, :data:`EXCHANGE_COLUMNS`).
+
+Below both the ensemble that writes those files (:mod:`flashschnet.openmm.ensemble`) and the readers of run
+directories (:mod:`flashschnet.openmm.run_reader`, :mod:`flashschnet.openmm.run_checks`), which import it and
+never the ensemble."""
 from __future__ import annotations
 
 import math
 from typing import List, Sequence, Tuple, Union
 
-from ...errors import InputError
+from ..errors import InputError
+
+#: ``exchanges.csv``'s columns: one row per tried swap of rungs ``pair`` and ``pair + 1`` (written by
+#: :mod:`flashschnet.openmm.ensemble.records`)
+EXCHANGE_COLUMNS = ["step", "pair", "T_lo_K", "T_hi_K", "walker_lo", "walker_hi", "probability", "accepted"]
 
 #: fewest rungs a ladder may have (one temperature exchanges with nobody)
 MIN_RUNGS = 2

@@ -1,4 +1,4 @@
-"""The packed weight layout's named, versioned scalars (flashschnet.fused.layout): the ints and floats a
+"""The packed weight layout's named, versioned scalars (flashschnet.nn.layout): the ints and floats a
 CGSchNet hands to the ``flashschnet::energy_forces`` op are named fields with the layout version first, and a
 layout of another version (or one written before versions existed) is one clear error, not a misread model."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import torch
 
 from conftest import oracle_path
 from flashschnet import InputError, load_model
-from flashschnet.fused.layout import (FLOAT_FIELDS, INT_FIELDS, LAYOUT_VERSION, FloatField, IntField, pack_scalars,
+from flashschnet.nn.layout import (FLOAT_FIELDS, INT_FIELDS, LAYOUT_VERSION, FloatField, IntField, pack_scalars,
                                       read_floats, read_ints, unpack_params)
 from flashschnet.names import MATMULS
 

@@ -1,5 +1,5 @@
-"""One backmapping job, end to end: read the CG frames (:mod:`.inputs`), check them against the reference
-(:mod:`.skeleton`), rebuild every frame (:mod:`.driver`), write the files (:mod:`.output`). What
+"""One backmapping command, end to end: read the CG frames (:mod:`.inputs`), check them against the reference
+(:mod:`.skeleton`), rebuild every frame (:mod:`.workers`), write the files (:mod:`.output`). What
 ``flashschnet-backmap`` runs.
 
 Every input is checked before anything is written or any frame rebuilt; the output folder is created only then.
@@ -12,7 +12,7 @@ from dataclasses import asdict
 from typing import Callable, Optional
 
 from ...errors import InputError
-from .driver import backmap_frames
+from .workers import backmap_frames
 from .inputs import run_frames, structure_frames
 from .output import FILES, drop_hydrogens, write_backmapped
 from ..runner.directory import make_run_dir
@@ -105,7 +105,7 @@ def backmap(out: str, run_dir: Optional[str] = None, structure: Optional[str] = 
         check_pulchra()
     client = None
     if scheduler is not None:                   # an unreachable scheduler: one line, before anything is written
-        from ..ensemble.cluster import connect_scheduler
+        from ..dask_client import connect_scheduler
 
         client = connect_scheduler(scheduler, echo=echo)
     try:

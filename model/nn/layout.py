@@ -38,8 +38,8 @@ import torch
 
 from ..errors import InputError
 from ..names import MATMULS
-from ..nn.quant import dequantize_weight
-from ..nn.table import ORDERS, table_end
+from .quant import dequantize_weight
+from .table import ORDERS, table_end
 
 
 def fused_unsupported_reason(cfg: Dict[str, Any]) -> str:

@@ -109,7 +109,7 @@ def rounding(precision: str) -> Callable[[torch.Tensor], torch.Tensor]:
 
 def _fused_classes():
     """The classes ``RoundedFilter`` and ``RoundedEngine`` (made on first use: they subclass the torch engine's)."""
-    from ..fused.torch_engine import ExactFilter, TorchPairEngine
+    from .torch_engine import ExactFilter, TorchPairEngine
 
     class RoundedFilter(ExactFilter):
         """:class:`~flashschnet.fused.torch_engine.ExactFilter` with the operands of its four products rounded
@@ -159,8 +159,8 @@ def fused_energy_forces(network, positions: torch.Tensor, bead_types: torch.Tens
                         precision: str) -> Tuple[torch.Tensor, torch.Tensor]:
     """Energies ``[R]`` and forces ``[R, N, 3]`` of a CGSchNet (its dtype; float32 for the kernels' case) by the
     fused path's arithmetic with the filter products at ``precision`` (a name of :data:`ROUNDINGS`)."""
-    from ..fused.nodes import energy_forces_fused
-    from ..fused.layout import unpack
+    from .nodes import energy_forces_fused
+    from ..nn.layout import unpack
 
     _, RoundedEngine = _fused_classes()
     weights, basis, filters = unpack(network)

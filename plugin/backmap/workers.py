@@ -43,7 +43,7 @@ _DASK = threading.local()       # a Dask worker thread's rebuilder: (key, Rebuil
 
 
 def _dask_work(k: int, beads_nm: np.ndarray, skeleton: Skeleton, settings: BackmapSettings, variants):
-    """One frame on a Dask worker; the thread's rebuilder is built on its first frame of this job."""
+    """One frame on a Dask worker; the thread's rebuilder is built on its first frame of this command."""
     key = (skeleton.text, skeleton.bead_index.tobytes(), settings, repr(variants))
     held = getattr(_DASK, "rebuilder", None)
     if held is None or held[0] != key:
@@ -145,7 +145,7 @@ def _on_dask(scheduler, skeleton: Skeleton, settings: BackmapSettings, variants,
              rest: List[int], done: Callable, echo: Callable[[str], None]) -> None:
     """Frames ``rest`` rebuilt on the workers of the Dask scheduler at ``scheduler`` (an address, or a connected
     client); ``done`` gets each result."""
-    from ..ensemble.cluster import connect_scheduler, results_as_completed
+    from ..dask_client import connect_scheduler, results_as_completed
 
     own = isinstance(scheduler, str)
     client = connect_scheduler(scheduler, echo=echo) if own else scheduler
