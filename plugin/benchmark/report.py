@@ -161,6 +161,46 @@ def format_table(report: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def markdown(report: Dict[str, Any]) -> str:
+    """The report as the Markdown tables of docs/benchmarks.md: one row per configuration and R (a skipped or
+    failed one says why), then the OpenMM runs, if any. The docs carry this rendering of their JSON files verbatim
+    (a test checks it), so a number in them is never typed by hand."""
+    ratio = {(q.get("label", q["backend"]), q["replicas"]): q for q in report["ratios"]}
+    default = set(report["settings"].get("default_rows") or ())
+    lines = ["| configuration | R | median ms/call | min ms/call | ns/day per replica | ns/day aggregate "
+             "| peak extra MB | weights KB | speed-up vs reference | memory vs reference |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for r in report["results"]:
+        name = record_label(r)
+        shown = f"{name} (default)" if name in default else name
+        if r["status"] != "ok":
+            why = r.get("reason") or r.get("error")
+            lines.append(f"| {shown} | {r['replicas']} | {r['status']}: {why} | | | | | | | |")
+            continue
+        q = ratio.get((name, r["replicas"]))
+        speed = "1.00×" if name == "reference" else (f"{q['speedup_vs_reference']:.2f}×" if q else "–")
+        memory = "100%" if name == "reference" else (
+            f"{q['memory_pct_of_reference']:.1f}%" if q and q["memory_pct_of_reference"] is not None else "–")
+        lines.append(f"| {shown} | {r['replicas']} | {_fmt(r['median_ms'], '.1f')} | {_fmt(r['min_ms'], '.1f')} "
+                     f"| {_fmt(r['ns_per_day_per_replica'], '.4g')} | {_fmt(r['ns_per_day_aggregate'], '.4g')} "
+                     f"| {_fmt(r['peak_extra_mb'], '.1f')} | {_fmt(r.get('weights_kb'), '.1f')} | {speed} "
+                     f"| {memory} |")
+    if report["openmm"]:
+        lines += ["", "| OpenMM, network as a force | platform | R | timed steps | ms/step | ns/day per replica "
+                  "| ns/day aggregate |", "|---|---|--:|--:|--:|--:|--:|"]
+        for o in report["openmm"]:
+            name = record_label(o) + (" +PT" if o.get("kind") == "tempering" else "")
+            if o["status"] != "ok":
+                why = o.get("error") or o.get("reason")
+                lines.append(f"| {name} | {o.get('platform', '-')} | {o.get('replicas', '-')} "
+                             f"| {o.get('steps', '-')} | {o['status']}: {why} | | |")
+            else:
+                lines.append(f"| {name} | {o['platform']} | {o['replicas']} | {o['steps']} "
+                             f"| {o['ms_per_step']:.1f} | {o['ns_per_day_per_replica']:.4g} "
+                             f"| {o['ns_per_day_aggregate']:.4g} |")
+    return "\n".join(lines)
+
+
 def write_json(report: Dict[str, Any], path) -> Path:
     """Write the report atomically (:func:`flashschnet.atomic.atomic_write`: temporary file, fsync, rename): a JSON
     file at ``path`` is always complete; a write that fails raises :class:`~flashschnet.errors.OutputError`."""
