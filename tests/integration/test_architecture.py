@@ -236,3 +236,32 @@ def test_the_tools_import_finder_finds_them():
     assert tools_imports_by_path("SCRIPT = ROOT / 'tools' / 'x.py'\n"
                                  "spec = importlib.util.spec_from_file_location('x', SCRIPT)\n")
     assert not tools_imports_by_path("import subprocess\nsubprocess.run(['python', 'tools/x.py'])\n")
+
+
+#: where a source folder's tests live (tests mirror the tree)
+TEST_FOLDERS = {"model": "tests/model", "plugin": "tests/openmm", "scripts": "tests/scripts"}
+
+
+def unmirrored_modules() -> List[str]:
+    """Source modules (``model/x/y.py`` ...) with a function or class but no ``tests/<mirror>/x/test_y.py``."""
+    missing = []
+    for folder, tests in TEST_FOLDERS.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT / folder)
+            if path.name == "__init__.py" or (ROOT / tests / rel.parent / f"test_{path.name}").exists():
+                continue
+            if any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) for n in ast.parse(path.read_text()).body):
+                missing.append(str(path.relative_to(ROOT)))
+    return missing
+
+
+def test_every_new_module_has_a_mirrored_test_module_and_the_old_list_only_shrinks():
+    listed = [line for line in (ROOT / "tests" / "integration" / "unmirrored.txt").read_text().splitlines()
+              if line and not line.startswith("#")]
+    missing = unmirrored_modules()
+    new = sorted(set(missing) - set(listed))
+    assert not new, ("modules without a mirrored test module (tests/model|openmm|scripts/<same path>/test_<name>.py): "
+                     + ", ".join(new))
+    gone = sorted(set(listed) - set(missing))
+    assert not gone, "mirrored or removed now, take them off tests/integration/unmirrored.txt: " + ", ".join(gone)
+

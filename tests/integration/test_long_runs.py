@@ -9,7 +9,7 @@ kill schedule and the memory check can afford hundreds of reports.
 
 The units these runs rest on have their own tests: the DCD writer's order and truncate_dcd
 (tests/openmm/reporters/test_dcd_reporter.py), the atomic checkpoint (test_checkpoint_reporter.py), the health
-check's drop policy (test_health_reporter.py), the fused path's independence of the Verlet list's history
+check's drop policy (test_health.py), the fused path's independence of the Verlet list's history
 (tests/model/fused/test_torch_engine.py) and the Verlet rebuild with a NaN replica (tests/model/test_neighbors.py).
 """
 from __future__ import annotations
