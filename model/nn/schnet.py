@@ -292,9 +292,12 @@ class CGSchNet(PackedWeights, nn.Module):
         if positions.dim() == 2:
             positions = positions.unsqueeze(0)
         if self.backend != "reference":
-            e, f = torch.ops.flashschnet.energy_forces(positions, bead_types, self.fused_params(), self.fused_ints,
-                                                       self.fused_floats, self.backend)
-            return e.detach(), f.detach()       # forces are exact already; nothing to differentiate
+            # forces are exact already: nothing to differentiate, and without grad mode the op skips its autograd
+            # wrapper (about 0.1 ms of a 1 ms call on a 97-bead CPU step, docs/sampling.md)
+            with torch.no_grad():
+                e, f = torch.ops.flashschnet.energy_forces(positions, bead_types, self.fused_params(),
+                                                           self.fused_ints, self.fused_floats, self.backend)
+            return e.detach(), f.detach()
         if not torch.jit.is_scripting():
             with torch.enable_grad():
                 return self._energy_forces(positions, bead_types)
