@@ -1,8 +1,9 @@
 """MARTINI 3 vs FlashSchNet on the same PDB, in the same MD engine (OpenMM), on the same machine: the job behind
 ``flashschnet-compare``.
 
-It runs ``flashschnet-martini`` (20 fs, one solvated protein) into ``OUT/martini`` and ``flashschnet-simulate``
-(4 fs, R packed replicas) into ``OUT/flashschnet``, then compares
+It runs ``flashschnet-martini`` (20 fs, one solvated protein; OpenMM's CPU platform) into ``OUT/martini`` and
+``flashschnet-simulate`` (4 fs, R packed replicas, by default one process per core: :func:`flashschnet_workers`;
+the Reference platform) into ``OUT/flashschnet``, on the same cores, then compares
 
 * speed: ns/day per replica and in aggregate, from each run's log (the integration loop only, reporters
   included; set-up, minimisation and the first network call are not counted);
@@ -37,6 +38,7 @@ from .run_options import reference_residues
 from .run_reader import (RunDir, backbone_beads, interval_walls, pdb_positions, read_log, read_pdb, step_fs,
                          whole_pdb)
 from . import sampling_report
+from .compare_report import markdown, plot
 from .sampling import sampling_efficiency
 
 MARTINI_DT_FS = 20.0
@@ -55,9 +57,10 @@ class CompareSettings:
     flashschnet_ns: float = 0.01
     replicas: int = 8
     frames: int = 50                     # trajectory frames per run after the starting one (step 0)
-    platform: str = "CPU"
+    platform: Optional[str] = None       # both runs' OpenMM platform; None: each force field's own default
     seed: int = 1
     threads: Optional[int] = None
+    workers: Optional[int] = None        # FlashSchNet's worker processes; None: :func:`flashschnet_workers` chooses
     priors: Optional[str] = None
     backend: Optional[str] = None
     compress: str = "auto"               # the network's filter tables (flashschnet-simulate's --compress)
@@ -152,7 +155,7 @@ def analyse_flashschnet(run_dir: str) -> Dict[str, object]:
     return {"frames": frames, "native": pdb_positions(rd.topology(), ca), "dt_fs": step_fs(cfg),
             "inner_dt_fs": cfg["dt_fs"] if cfg.get("mts") else None,
             "interval": cfg["report_interval"], "first_step": rd.header(next(iter(rd.trajectories))).first_step,
-            "replicas": len(rd.trajectories), "particles": n,
+            "replicas": len(rd.trajectories), "contexts": int(cfg.get("blocks") or 1), "particles": n,
             "protein_beads": n, "network": network_path(cfg), "speed": speed, "walls": walls,
             "input_warnings": rd.notes}
 
@@ -205,105 +208,6 @@ def summarise(run: Dict[str, object], ss: Optional[str] = None) -> Dict[str, obj
     return out
 
 
-def _fmt(s: Dict[str, float], digits: int = 3) -> str:
-    return "n/a" if not np.isfinite(s["mean"]) else f"{s['mean']:.{digits}f} ± {s['sd']:.{digits}f}"
-
-
-def _structure_line(structures: Optional[Dict[str, object]]) -> str:
-    if not structures or structures.get("same") is None:
-        return "Input: the PDB as each run read it (run directories without `cleaned.pdb`)."
-    digest = next(iter(structures["sha256"].values()))
-    if structures["same"]:
-        return (f"Input: both force fields read the same cleaned structure (`cleaned.pdb`, sha256 `{digest[:12]}`; "
-                "`flashschnet.openmm.cleaning`).")
-    return "Input: **the two runs read different cleaned structures** (see comparison.json)."
-
-
-def _tertiary(m: Dict[str, object]) -> str:
-    """What holds MARTINI's tertiary structure in the run ``m``."""
-    if m.get("go"):
-        return "Go model"
-    return "elastic network" if m.get("elastic", True) else "no elastic network"
-
-
-def markdown(result: Dict[str, object]) -> str:
-    m, f = result["martini"], result["flashschnet"]
-    ms, fs = m["summary"], f["summary"]
-    agg_m = m["speed"]["ns_per_day"]
-    agg_f = f["speed"]["ns_per_day"] * f["replicas"]
-    lines = [
-        f"Comparison on {result['machine']} (OpenMM platform {result['platform']}), PDB `{os.path.basename(result['pdb'])}`.",
-        "",
-        "| | MARTINI 3 | FlashSchNet |",
-        "|---|---|---|",
-        f"| model | martinize2 (DSSP, {_tertiary(m)}), W + {m['salt_molar']:g} M NaCl | {result['model_description']} |",
-        f"| network | - | {f.get('network', 'n/a')} |",
-        f"| particles per replica | {m['particles']} ({m['protein_beads']} protein beads) | {f['particles']} beads |",
-        f"| time step | {m['dt_fs']:g} fs | {f['dt_fs']:g} fs"
-        + (f" (multiple time stepping: network every {f['dt_fs']:g} fs, priors + inner model every "
-           f"{f['inner_dt_fs']:g} fs)" if f.get("inner_dt_fs") else "") + " |",
-        f"| replicas in one Context | 1 | {f['replicas']} |",
-        f"| simulated per replica | {m['speed']['steps'] * m['dt_fs'] * 1e-6:.4g} ns | {f['speed']['steps'] * f['dt_fs'] * 1e-6:.4g} ns |",
-        f"| ns/day per replica | {m['speed']['ns_per_day']:.4g} | {f['speed']['ns_per_day']:.4g} |",
-        f"| ns/day aggregate | {agg_m:.4g} | {agg_f:.4g} |",
-        f"| backbone RMSD to the mapped PDB, nm | {_fmt(ms['rmsd'])} | {_fmt(fs['rmsd'])} |",
-        f"| radius of gyration, nm (native) | {_fmt(ms['rg'])} ({ms['rg_native_nm']:.3f}) | {_fmt(fs['rg'])} ({fs['rg_native_nm']:.3f}) |",
-        f"| mean per-residue RMSF, nm | {ms['rmsf_mean_nm']:.3f} | {fs['rmsf_mean_nm']:.3f} |",
-        f"| native contacts Q ({ms['n_native_contacts']} / {fs['n_native_contacts']} contacts) | {_fmt(ms['q'])} | {_fmt(fs['q'])} |",
-        f"| secondary-structure retention | {_fmt(ms['ss_retention'])} | {_fmt(fs['ss_retention'])} |",
-        "",
-        _structure_line(result.get("structures")),
-        "",
-        f"Aggregate speed ratio FlashSchNet / MARTINI: {agg_f / agg_m:.3g}. Structure values: mean ± sd over the second "
-        "half of each run's frames (pooled over replicas), one bead per residue (BB / CA) against that model's own "
-        "mapping of the PDB; secondary-structure retention: native helix/strand residues (DSSP of the PDB) whose "
-        "distances to the beads 2-4 residues along their segment stay within 15 % of native. See "
-        "`flashschnet.openmm.compare` for the definitions.",
-    ] + sampling_report.markdown(result)
-    return "\n".join(lines) + "\n"
-
-
-def plot(result: Dict[str, object], path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 3, figsize=(14, 8))
-    colours = {"martini": "tab:blue", "flashschnet": "tab:red"}
-    names = {"martini": "MARTINI 3", "flashschnet": "FlashSchNet"}
-    for ax, key, label in zip(axes.flat[:4], ("rmsd", "rg", "q", "ss_retention"),
-                              ("backbone RMSD (nm)", "radius of gyration (nm)", "native contacts Q",
-                               "secondary-structure retention")):
-        for run in ("martini", "flashschnet"):
-            s = result[run]["summary"]
-            ax.plot(s["times_ns"], s["series"][key], color=colours[run], label=names[run])
-            if key == "rg":
-                ax.axhline(s["rg_native_nm"], color=colours[run], ls=":", lw=1)
-        ax.set_xscale("log")
-        ax.set_xlabel("simulated time (ns, log scale)")
-        ax.set_ylabel(label)
-    axes.flat[0].legend()
-    ax = axes.flat[4]
-    for run in ("martini", "flashschnet"):
-        r = result[run]["summary"]["rmsf_nm"]
-        ax.plot(np.arange(1, len(r) + 1), r, color=colours[run], label=names[run])
-    ax.set_xlabel("residue")
-    ax.set_ylabel("RMSF (nm)")
-    ax = axes.flat[5]
-    m, f = result["martini"], result["flashschnet"]
-    bars = [("MARTINI", m["speed"]["ns_per_day"]), ("FlashSchNet\nper replica", f["speed"]["ns_per_day"]),
-            (f"FlashSchNet\n{f['replicas']} replicas", f["speed"]["ns_per_day"] * f["replicas"])]
-    ax.bar([b[0] for b in bars], [b[1] for b in bars],
-           color=[colours["martini"], colours["flashschnet"], colours["flashschnet"]])
-    ax.set_yscale("log")
-    ax.set_ylabel("ns/day")
-    fig.suptitle(f"{os.path.basename(result['pdb'])}: MARTINI 3 vs FlashSchNet ({result['machine']}, {result['platform']})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
 def same_structure(paths: Dict[str, str], echo: Callable[[str], None] = print) -> Dict[str, object]:
     """Whether the runs read the same cleaned structure: ``{"same": bool or None, "sha256": {run: hex or None}}``
     (None where a run directory predates the cleaning step and has no ``cleaned.pdb``); a difference is echoed."""
@@ -333,6 +237,35 @@ def cleaned_structures(paths: Dict[str, str], out: str) -> list:
     return missing
 
 
+def flashschnet_workers(s: CompareSettings) -> int:
+    """How many processes run FlashSchNet's replicas (``flashschnet-simulate --workers``, one thread each; 1: one
+    process on ``threads`` threads): ``workers`` when given, else one per core -- ``threads`` when given, else the
+    cores this process may run on -- and at most one per replica, where Dask's ``distributed`` is installed (else 1).
+
+    Why: a 97-bead replica's network call hardly uses a second thread, while processes on separate cores run side by
+    side; 8 trp-cage replicas on 2 cores ran 515 ns/day aggregate as 2 processes of 4 against 332 as one process on
+    2 threads (docs/sampling.md)."""
+    if s.workers is not None:
+        return int(s.workers)
+    import importlib.util
+
+    from ..threads import available_cpus
+
+    if importlib.util.find_spec("distributed") is None:
+        return 1
+    cores = int(s.threads) if s.threads else len(available_cpus())
+    return max(1, min(cores, int(s.replicas)))
+
+
+def _platforms(dirs: Dict[str, str]) -> str:
+    """The OpenMM platform the runs in ``dirs`` ran on, from their run.json: one name, or each force field's
+    (MARTINI 3 on CPU, FlashSchNet on Reference by default)."""
+    names = {name: RunDir(d).settings(required=True).get("platform") for name, d in dirs.items()}
+    if len(set(names.values())) == 1:
+        return str(names["martini"])
+    return f"{names['martini']} for MARTINI 3, {names['flashschnet']} for FlashSchNet"
+
+
 def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
             echo: Callable[[str], None] = print, given: Sequence[str] = ()) -> Dict[str, object]:
     """Run (unless ``analyse_only``) both simulations and write the report; returns the result dict. ``given``:
@@ -359,6 +292,8 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
                 raise InputError(f"{d}: already holds a run; re-analyse it with --analyse-only or choose another --out")
         if s.replicas < 1 or s.frames < 1 or s.martini_ns <= 0 or s.flashschnet_ns <= 0:
             raise InputError("--replicas and --frames must be >= 1 and the simulated times positive")
+        if s.workers is not None and not 1 <= s.workers <= s.replicas:
+            raise InputError(f"--workers {s.workers}: must be between 1 and --replicas ({s.replicas})")
         from ..checkpoint import load_model
         from ..limits import check_replicas
         from .martini.run import MartiniSettings, run_martini
@@ -370,10 +305,11 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
         martini = MartiniSettings(pdb=s.pdb, forcefield_dir=s.forcefield_dir, out=dirs["martini"], steps=steps,
                                   platform=s.platform, seed=s.seed, dt_fs=MARTINI_DT_FS, report_interval=interval,
                                   threads=s.threads, go=s.go, elastic=not s.go)
+        workers = flashschnet_workers(s)
         flash = RunSettings(pdb=s.pdb, model=s.model, out=dirs["flashschnet"], steps=0, replicas=s.replicas,
                             platform=s.platform, seed=s.seed, dt_fs=s.dt_fs, priors=s.priors,
-                            backend=s.backend, compress=s.compress, threads=s.threads, mts=s.mts,
-                            outer_dt_fs=s.outer_dt_fs)
+                            backend=s.backend, compress=s.compress, threads=s.threads if workers == 1 else None,
+                            workers=workers if workers > 1 else None, mts=s.mts, outer_dt_fs=s.outer_dt_fs)
         flash.steps, flash.report_interval = s.steps(s.flashschnet_ns, flash.step_fs)
         martini.validate()
         flash.validate()
@@ -387,7 +323,8 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
         make_run_dir(out)
         echo(f"MARTINI 3: {martini.steps} steps of {MARTINI_DT_FS:g} fs")
         run_martini(martini, progress=progress, echo=echo)
-        echo(f"FlashSchNet: {flash.steps} steps of {flash.step_fs:g} fs x {s.replicas} replicas")
+        echo(f"FlashSchNet: {flash.steps} steps of {flash.step_fs:g} fs x {s.replicas} replicas"
+             + (f" in {workers} processes of one thread (--workers 1: one process)" if workers > 1 else ""))
         run(flash, progress=progress, echo=echo)
 
     from ..checkpoint import load_model
@@ -396,7 +333,7 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
     desc = (model.metadata or {}).get("description", os.path.basename(s.model))
     result: Dict[str, object] = {"pdb": os.path.abspath(s.pdb), "model": os.path.abspath(s.model),
                                  "model_description": desc.split(".")[0], "machine": machine or "unknown",
-                                 "platform": s.platform, "settings": asdict(s)}
+                                 "platform": _platforms(dirs), "settings": asdict(s)}
     structures = {"martini": os.path.join(dirs["martini"], "system", CLEANED_NAME),
                   "flashschnet": os.path.join(dirs["flashschnet"], CLEANED_NAME)}
     result["input_warnings"] = cleaned_structures(structures, out)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .compare import CompareSettings
 
 #: options that only say how a run computes: not used by --analyse-only (a note)
-NOT_USED = ("--threads", "--backend", "--compress")
+NOT_USED = ("--threads", "--workers", "--backend", "--compress")
 
 
 def _run_values(s: "CompareSettings", cfg: Dict[str, Dict[str, object]],

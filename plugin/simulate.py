@@ -40,7 +40,7 @@ from __future__ import annotations
 import os
 import random
 from dataclasses import asdict, dataclass, fields
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, ClassVar, List, Optional, Sequence
 
 import torch
 
@@ -111,6 +111,13 @@ class RunSettings(DynamicsSettings):
     scheduler: Optional[str] = None                # an existing Dask scheduler's address
     mts: Optional[str] = None                      # an inner model file (flashschnet-distill): multiple time stepping
     outer_dt_fs: Optional[float] = None            # with mts (and only then, no default): the outer step, fs
+
+    #: a CG run's platform when none is given: Reference, not CPU. OpenMM's CPU platform hands each of its kernels
+    #: to worker threads; for a CG System (tens to hundreds of beads, the network in PyTorch) those hand-offs cost
+    #: more than the priors they compute: a raw loop of the trp-cage default System ran 1.29-1.31 ms per step on
+    #: Reference and 1.59-1.62 on CPU (1 thread; 4 replicas 3.88 vs 4.04, 8 replicas on 2 threads 6.69 vs 6.97),
+    #: and BPTI's 39,589 prior tuples no slower (12.8 vs 12.9 ms) -- docs/sampling.md. MARTINI stays on CPU.
+    DEFAULT_PLATFORM: ClassVar[str] = "Reference"
 
     @property
     def step_fs(self) -> float:

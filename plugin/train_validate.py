@@ -55,7 +55,7 @@ def _overlap(a: np.ndarray, b: np.ndarray, edges: np.ndarray) -> float:
 
 
 def validate(pdb: str, model_path: str, reference: str, out: str, steps: int, replicas: int = 4,
-             report_interval: int = 100, seed: int = 1, platform: str = "CPU", threads: Optional[int] = None,
+             report_interval: int = 100, seed: int = 1, platform: Optional[str] = None, threads: Optional[int] = None,
              dt_fs: float = 4.0,
              progress: bool = True, echo: Callable[[str], None] = print) -> Dict:
     """Run the model and compare with the reference (see the module docstring); returns the summary dict."""

@@ -135,14 +135,15 @@ def _writable_dir(directory: str, what: str) -> None:
 
 
 def add_run_arguments(p: argparse.ArgumentParser, dt_fs: float, seed_help: str,
-                      threads_help: str) -> None:
+                      threads_help: str, platform_help: str = "CPU") -> None:
     """The options every simulation command shares (OpenMM units: fs, K, 1/ps; kJ/mol/nm). Every option that is a
     setting of the run defaults to None: given or not is what ``--resume`` needs to know (a resumed run takes the
     settings it is not given from its run.json); the defaults named in the help apply to a new run."""
     p.add_argument("--steps", type=int, default=None,
                    help="total number of integration steps (with --resume: default the run's own)")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--platform", default=None, help="OpenMM platform: Reference, CPU, CUDA, OpenCL (default CPU)")
+    p.add_argument("--platform", default=None,
+                   help=f"OpenMM platform: Reference, CPU, CUDA, OpenCL (default {platform_help})")
     p.add_argument("--seed", type=int, default=None, help=seed_help + " (1 to 2147483647; default: a random one, "
                                                                     "recorded in run.json)")
     p.add_argument("--dt", type=float, default=None, help=f"time step in fs (default {dt_fs:g})")

@@ -1,7 +1,7 @@
 """``flashschnet-compare``: MARTINI 3 vs FlashSchNet on the same PDB, same MD engine (OpenMM), same machine.
 
     flashschnet-compare PDB --model MODEL --forcefield-dir DIR --out OUT [--martini-ns 1] [--flashschnet-ns 0.01]
-                        [--replicas 8] [--platform CPU] [--threads N] [--analyse-only]
+                        [--replicas 8] [--platform NAME] [--threads N] [--workers N] [--analyse-only]
 
 Writes OUT/martini/ and OUT/flashschnet/ (the two runs, as flashschnet-martini and flashschnet-simulate write
 them) and OUT/comparison.{md,json,png} and OUT/sampling.png (statistical inefficiency and effective samples per
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="flashschnet-compare",
         epilog=exit_statuses("3 a simulation blew up"),
         description="Run the same all-atom PDB as MARTINI 3 (flashschnet-martini, 20 fs) and with a FlashSchNet "
-                    "model (flashschnet-simulate, 4 fs, packed replicas) on the same OpenMM platform, then compare "
+                    "model (flashschnet-simulate, 4 fs, packed replicas) on the same CPU cores, then compare "
                     "speed (ns/day), structure (backbone RMSD, Rg, RMSF, native contacts Q, secondary-structure "
                     "retention) and sampling efficiency (statistical inefficiency and effective samples per "
                     "wall-clock hour of Rg and Q, with error bars) in OUT/comparison.md, .json and .png and "
@@ -38,11 +38,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--martini-ns", type=float, default=1.0, help="simulated time of the MARTINI run, ns (default 1)")
     p.add_argument("--flashschnet-ns", type=float, default=0.01,
                    help="simulated time per replica of the FlashSchNet run, ns (default 0.01)")
-    p.add_argument("--replicas", type=int, default=8, help="FlashSchNet replicas packed into one Context (default 8)")
+    p.add_argument("--replicas", type=int, default=8,
+                   help="FlashSchNet replicas, packed into one Context per --workers process (default 8)")
     p.add_argument("--frames", type=int, default=50, help="trajectory frames per run (default 50)")
-    p.add_argument("--platform", default="CPU", help="OpenMM platform for both runs (default CPU)")
+    p.add_argument("--platform", default=None,
+                   help="OpenMM platform for both runs (default: each force field's fastest on a CPU, measured: CPU for "
+                        "MARTINI 3, Reference for FlashSchNet)")
     p.add_argument("--seed", type=int, default=1, help="random seed of both runs (default 1)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads for both runs (default: the libraries')")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads (cores) for both runs (default: the libraries', all cores)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="FlashSchNet's replicas in N processes of one thread each (flashschnet-simulate --workers; "
+                        "default: one per core, --threads or all, at most one per replica, where dask's distributed "
+                        "is installed; 1: one process on --threads threads)")
     p.add_argument("--priors", default=None, help="prior file to use instead of the model's priors")
     p.add_argument("--backend", choices=list(BACKENDS), default=None,
                    help="network implementation (default triton on CUDA, torch otherwise)")
@@ -80,7 +88,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     settings = CompareSettings(
         pdb=args.pdb, model=args.model, forcefield_dir=args.forcefield_dir, out=args.out, martini_ns=args.martini_ns,
         flashschnet_ns=args.flashschnet_ns, replicas=args.replicas, frames=args.frames, platform=args.platform,
-        seed=args.seed, threads=args.threads, priors=args.priors, backend=args.backend, compress=args.compress,
+        seed=args.seed, threads=args.threads, workers=args.workers, priors=args.priors, backend=args.backend,
+        compress=args.compress,
         analyse_only=args.analyse_only, go=args.go, dt_fs=args.dt, mts=args.mts, outer_dt_fs=args.outer_dt)
 
     def summary(result) -> str:

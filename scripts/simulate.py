@@ -1,6 +1,6 @@
 """``flashschnet-simulate``: PDB in, CG trajectories out.
 
-    flashschnet-simulate PDB --model MODEL --steps N --out DIR [--replicas R] [--platform CPU] [--seed S]
+    flashschnet-simulate PDB --model MODEL --steps N --out DIR [--replicas R] [--platform Reference] [--seed S]
                          [--dt 4] [--temperature 300] [--report-interval STEPS] [--resume]
                          [--backend torch|triton|reference] [--quantize none|fp16|bf16|fp16-cast|bf16-cast]
                          [--matmul auto|ieee|tf32|bf16|fp16] [--cuda-graph] [--on-blowup stop|drop]
@@ -103,7 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "on the seed and B, not on the number of workers; fixed on --resume")
     add_run_arguments(p, dt_fs=4.0, seed_help="random seed for velocities and the integrator",
                       threads_help="PyTorch CPU threads (default: the cores no other program keeps busy when the run "
-                                   "starts, at most PyTorch's default; see flashschnet.threads)")
+                                   "starts, at most PyTorch's default; see flashschnet.threads)",
+                      platform_help="Reference: on a CPU it runs a CG System faster than the CPU platform, whose "
+                                    "worker-thread hand-offs cost more than the priors; CUDA on a GPU")
     return p
 
 

@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--replicas", type=int, default=4)
     val.add_argument("--report-interval", type=int, default=100)
     val.add_argument("--seed", type=SEED, default=1)
-    val.add_argument("--platform", default="CPU")
+    val.add_argument("--platform", default=None, help="OpenMM platform of the CG run (default: flashschnet-simulate's)")
     val.add_argument("--threads", type=THREADS, default=None)
     val.add_argument("--quiet", action="store_true")
     return p

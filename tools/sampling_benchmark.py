@@ -41,6 +41,7 @@ def configs(protein: str, inner: str, scale: float):
             Config("FlashSchNet default", "flashschnet", ns(0.05)),
             Config("FlashSchNet default", "flashschnet", ns(0.05), threads=2),
             Config("FlashSchNet default", "flashschnet", ns(0.02), replicas=4),
+            Config("FlashSchNet default, 2 processes", "flashschnet", ns(0.02), threads=2, replicas=8, workers=2),
             Config("FlashSchNet float16 tables", "flashschnet", ns(0.05), options={"compress": "float16"}),
             Config("FlashSchNet default, 5 fs", "flashschnet", ns(0.05), options={"dt_fs": 5.0})]
     if not big and inner:

@@ -28,6 +28,8 @@ class Config:
     threads: int = 1
     replicas: int = 1
     options: Dict[str, object] = field(default_factory=dict)
+    workers: Optional[int] = None        # FlashSchNet: the replicas in this many processes of one thread (the
+    #                                      ``threads`` column is then the cores they use)
 
 
 def run_config(cfg: Config, pdb: str, model: Optional[str], forcefield_dir: str, out: str,
@@ -49,8 +51,9 @@ def run_config(cfg: Config, pdb: str, model: Optional[str], forcefield_dir: str,
     else:
         from ..simulate import RunSettings, run
 
-        s = RunSettings(pdb=pdb, model=model, out=out, steps=0, seed=seed, threads=cfg.threads,
-                        replicas=cfg.replicas, **cfg.options)
+        s = RunSettings(pdb=pdb, model=model, out=out, steps=0, seed=seed,
+                        threads=None if cfg.workers else cfg.threads, workers=cfg.workers, replicas=cfg.replicas,
+                        **cfg.options)
         s.steps = max(int(round(cfg.ns * 1e6 / s.step_fs)), FRAMES)
         s.report_interval = max(s.steps // FRAMES, 1)
         s.steps = s.report_interval * FRAMES

@@ -40,8 +40,9 @@ class DynamicsSettings:
         The run directory.
     steps : int or None
         Total integration steps (None on resume: the run's own).
-    platform : str
-        OpenMM platform name (default "CPU").
+    platform : str or None
+        OpenMM platform name; None: the run's default, ``DEFAULT_PLATFORM`` (filled in on construction, so
+        run.json records the platform that ran).
     seed : int or None
         Velocity and integrator seed, 1 .. 2**31 - 1; None: a random one (recorded in run.json).
     dt_fs : float
@@ -63,7 +64,7 @@ class DynamicsSettings:
 
     out: str
     steps: Optional[int]
-    platform: str = "CPU"
+    platform: Optional[str] = None
     seed: Optional[int] = None
     dt_fs: float = 4.0
     temperature_K: Optional[float] = 300.0
@@ -76,6 +77,12 @@ class DynamicsSettings:
     #: the largest time step (fs) and what the message about a bad one adds
     MAX_DT_FS: ClassVar[float] = 50.0
     DT_HINT: ClassVar[str] = ""
+    #: the platform of a run given none (a CG run's is Reference: :class:`~flashschnet.openmm.simulate.RunSettings`)
+    DEFAULT_PLATFORM: ClassVar[str] = "CPU"
+
+    def __post_init__(self) -> None:
+        if self.platform is None:
+            self.platform = self.DEFAULT_PLATFORM
 
     def validate(self) -> None:
         """Check the dynamics (see :mod:`flashschnet.limits`) and fill in the default intervals; raises a one-line

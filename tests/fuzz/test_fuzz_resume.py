@@ -33,7 +33,7 @@ FIXED = {
     "--matmul": ("auto", ["ieee"]),
     "--on-blowup": ("stop", ["drop"]),
     "--mapping": ("5bead", ["ca"]),
-    "--platform": ("CPU", ["Reference"]),
+    "--platform": ("Reference", ["CPU"]),          # the run's: a CG run's default
 }
 #: options a resume may change
 FREE = {"--threads": ["1", "2"], "--max-force": ["1e6"], "--network-force": ["torch", "python"]}

@@ -60,8 +60,9 @@ def test_tiny_comparison(tiny, capsys):
         assert 0.0 <= s["ss_retention"]["mean"] <= 1.0
     md = (out / "comparison.md").read_text()
     for row in ("ns/day per replica", "ns/day aggregate", "backbone RMSD", "radius of gyration", "RMSF",
-                "native contacts Q", "secondary-structure retention"):
-        assert row in md
+                "native contacts Q", "secondary-structure retention", "| replicas | 1 | 2 in one Context |",
+                "(OpenMM platform: CPU for MARTINI 3, Reference for FlashSchNet)"):     # each force field's default
+        assert row in md, row
     assert (out / "comparison.png").stat().st_size > 10_000
     (out / "comparison.md").unlink()
     assert main(args + ["--analyse-only"]) == 0 and (out / "comparison.md").read_text() == md
@@ -94,6 +95,23 @@ def test_sampling_efficiency_in_the_report(tiny):
                 "* MARTINI 3: Rg: not enough frames", "* FlashSchNet: Q: not enough frames"):
         assert row in md, row
     assert (out / "sampling.png").stat().st_size > 10_000
+
+
+def test_flashschnet_runs_one_process_per_core_by_default(monkeypatch):
+    """--workers: given, it is used; else one per core (--threads, else the cores this process may use), at most
+    one per replica, and 1 without dask's distributed."""
+    import importlib.util
+
+    from flashschnet.openmm import compare as cmp
+
+    monkeypatch.setattr("flashschnet.threads.available_cpus", lambda: (0, 1, 2))
+    s = lambda **kw: cmp.CompareSettings(pdb="a.pdb", model="m.pt", forcefield_dir="ff", out="o", **kw)
+    assert cmp.flashschnet_workers(s()) == 3 and cmp.flashschnet_workers(s(replicas=2)) == 2
+    assert cmp.flashschnet_workers(s(threads=1)) == 1 and cmp.flashschnet_workers(s(threads=2)) == 2
+    assert cmp.flashschnet_workers(s(workers=1)) == 1 and cmp.flashschnet_workers(s(workers=5, threads=1)) == 5
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "distributed" else real(name, *a))
+    assert cmp.flashschnet_workers(s()) == 1
 
 
 def test_summarise_samples_the_analysed_frames():

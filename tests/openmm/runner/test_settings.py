@@ -34,6 +34,18 @@ def test_the_settings_keep_their_fields_and_defaults():
     assert all(issubclass(c, DynamicsSettings) for c in (RunSettings, MartiniSettings, EnsemblePlan))
 
 
+def test_each_force_field_has_its_own_default_platform():
+    """A CG run's is Reference (faster than CPU for a CG System: docs/sampling.md), MARTINI's CPU; filled in on
+    construction (run.json records it); a given platform, and None passed explicitly, behave as the CLI needs."""
+    cg = RunSettings(pdb="a.pdb", model="m.pt", out="o", steps=10)
+    assert cg.platform == "Reference" and asdict(cg)["platform"] == "Reference"
+    assert RunSettings(pdb="a", model="m", out="o", steps=10, platform=None).platform == "Reference"
+    assert RunSettings(pdb="a", model="m", out="o", steps=10, platform="CPU").platform == "CPU"
+    assert MartiniSettings(pdb="a", forcefield_dir="f", out="o", steps=10, platform=None).platform == "CPU"
+    args = simulate.build_parser().parse_args(["a.pdb", "--model", "m.pt", "--out", "o", "--steps", "10"])
+    assert "platform" not in given_settings(args, RunSettings)       # not given: a resume keeps the run's own
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda: RunSettings(pdb="a", model="m", out="o", steps=10, dt_fs=60.0), "--dt 60.0 fs is outside (0, 50]"),
     (lambda: MartiniSettings(pdb="a", forcefield_dir="f", out="o", steps=10, dt_fs=45.0),
