@@ -84,7 +84,7 @@ def summed_lags(x: np.ndarray) -> int:
     """The last lag ``M`` that ``pymbar.timeseries.statistical_inefficiency`` sums (its default ``mintime``,
     :data:`MINTIME`): it stops at the first lag ``t > MINTIME`` where the normalised ACF is <= 0, or runs out at
     ``t = n - 1``. pymbar does not return it; the Madras-Sokal error needs it. The ACF is pymbar's,
-    ``C(t) = sum_i dx_i dx_(i+t) / ((n - t) var x)``, by FFT here (``tests/openmm/test_sampling_efficiency.py``
+    ``C(t) = sum_i dx_i dx_(i+t) / ((n - t) var x)``, by FFT here (``tests/openmm/test_sampling.py``
     checks that summing it to ``M`` gives pymbar's ``g``).
 
     Parameters

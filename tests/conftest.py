@@ -4,10 +4,10 @@ The mlcg oracle files and the structures are copied into ``tests/data/`` so a fr
 ``../shared/`` (beside the checkout) is the source of truth they were copied from.
 
 The test tree mirrors the source tree (``model/``, ``openmm/``, ``scripts/``, ``tools/``) plus ``integration/`` and
-``fuzz/``; the test folders have no ``__init__.py``, so test modules are imported by their basename (which must stay
-unique across the tree) and import this module as ``conftest``. Helpers that are not fixtures live in
-``tests/helpers/``. A second ``conftest.py`` in a subfolder would replace this one as ``conftest`` in
-``sys.modules`` for later imports: put shared fixtures here.
+``fuzz/``. Every test folder is a package (``__init__.py``), so a test module's name is its path
+(``tests.openmm.benchmark.test_sampling``): two source modules of one name (``openmm/sampling.py``,
+``openmm/benchmark/sampling.py``) each get their mirrored test file. Tests import this module as ``tests.conftest``
+and the helpers that are not fixtures from ``tests.helpers``; put shared fixtures here.
 """
 import os
 from pathlib import Path
@@ -117,7 +117,7 @@ def write_faults(monkeypatch):
     """Fault injection for writes (:class:`helpers.faults.WriteFaults`): e.g.
     ``write_faults.fail("checkpoint.chk.tmp", module=flashschnet.atomic, nth=2)`` makes the second checkpoint save
     fail with ENOSPC; undone after the test."""
-    from helpers.faults import WriteFaults
+    from tests.helpers.faults import WriteFaults
 
     return WriteFaults(monkeypatch)
 

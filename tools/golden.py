@@ -18,9 +18,9 @@ from pathlib import Path
 import torch  # noqa: F401  (before openmmtorch)
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))        # the computation is the test's own (tests/helpers/golden.py)
+sys.path.insert(0, str(ROOT))                  # the computation is the test's own (tests/helpers/golden.py)
 
-from helpers import golden  # noqa: E402
+from tests.helpers import golden  # noqa: E402
 
 import numpy as np  # noqa: E402
 

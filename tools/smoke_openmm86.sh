@@ -36,14 +36,14 @@ smoke=(
   tests/openmm/test_dynamics.py
   tests/openmm/test_platforms.py
   tests/openmm/test_doctor.py
-  tests/scripts/test_doctor_cli.py
+  tests/scripts/test_doctor.py
   tests/openmm/test_mlpotential.py
-  tests/scripts/test_cli.py::test_short_run_reads_back_with_mdtraj
-  tests/scripts/test_cli.py::test_resume_continues_the_trajectory
-  tests/scripts/test_cli.py::test_python_force_run
-  tests/openmm/ensemble/test_tempering_cli.py::test_tempering_run_writes_walkers_rungs_exchanges_and_resumes_bitwise
+  tests/scripts/test_simulate.py::test_short_run_reads_back_with_mdtraj
+  tests/scripts/test_simulate.py::test_resume_continues_the_trajectory
+  tests/scripts/test_simulate.py::test_python_force_run
+  tests/openmm/ensemble/test_run.py::test_tempering_run_writes_walkers_rungs_exchanges_and_resumes_bitwise
   "tests/openmm/ensemble/test_cluster.py::test_local_workers_repeat_the_single_process_run_bitwise[2]"
-  tests/openmm/martini/test_martini_system.py::test_energies_equal_gromacs_term_by_term
+  tests/openmm/martini/test_system.py::test_energies_equal_gromacs_term_by_term
   tests/tools/test_supported_sets.py
 )
 tests_start=$SECONDS

@@ -1,7 +1,7 @@
 """An OpenMM ``System`` from a MARTINI topology (:mod:`.topology`), with MARTINI's non-bonded scheme.
 
-Checked against ``gmx_d mdrun -rerun`` term by term to double precision (tests/openmm/martini/test_martini_system.py
-and test_martini_go.py: villin, BPTI, ubiquitin and MartiniGo villin in water with ions, Reference platform).
+Checked against ``gmx_d mdrun -rerun`` term by term to double precision (tests/openmm/martini/test_system.py:
+villin, BPTI, ubiquitin and MartiniGo villin in water with ions, Reference platform).
 
 Non-bonded (GROMACS ``cutoff-scheme = Verlet``, ``vdw-modifier = Potential-shift``, ``coulombtype =
 reaction-field``, ``epsilon_rf = 0`` i.e. infinity), for pairs closer than ``rc`` (1.1 nm):

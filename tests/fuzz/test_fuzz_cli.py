@@ -24,11 +24,11 @@ import pytest
 import torch
 from hypothesis import example, given
 
-from conftest import platforms
-from helpers.fuzz_cli import (FLOATS, INTS, IN_PATHS, OUT_DIR_ORACLE, OUT_DIRS, MAY_BLOW_UP, RANDOM_TEXT, THREAD_INTS,
+from tests.conftest import platforms
+from tests.helpers.fuzz_cli import (FLOATS, INTS, IN_PATHS, OUT_DIR_ORACLE, OUT_DIRS, MAY_BLOW_UP, RANDOM_TEXT, THREAD_INTS,
                               Command, Opt, as_float, as_int, cases, choices, cli_settings, floats, ints, one_of,
                               path_values, run_case, tokens)
-from helpers.fuzz_cli_workspace import (FF_FILES, M3, PDB, benchmark_stubs, capped_integrate, compare_stubs,
+from tests.helpers.fuzz_cli_workspace import (FF_FILES, M3, PDB, benchmark_stubs, capped_integrate, compare_stubs,
                                         fit_stubs, make_workspace, martini_stubs, md_stubs, quant_stubs)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")     # the commands' own computing, on one thread

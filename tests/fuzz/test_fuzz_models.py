@@ -9,11 +9,11 @@ import torch
 from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet.checkpoint import load_model, read_model_file
 from flashschnet.errors import InputError
-from helpers.fuzz import fuzz_settings
-from helpers.model_files import RunsCode, one_line_load_error
+from tests.helpers.fuzz import fuzz_settings
+from tests.helpers.model_files import RunsCode, one_line_load_error
 
 MODEL = EXAMPLES / "trpcage_trained.pt"
 DATA = MODEL.read_bytes()

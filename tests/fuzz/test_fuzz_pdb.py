@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet.cg import map_pdb_text
 from flashschnet.errors import InputError
-from helpers.fuzz import fuzz_settings
+from tests.helpers.fuzz import fuzz_settings
 
 TEXT = (EXAMPLES / "1L2Y_trpcage.pdb").read_text()
 ATOMS = [l for l in TEXT.splitlines() if l.startswith(("ATOM", "HETATM"))]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet.scripts.simulate import main
 
 PDB = EXAMPLES / "1L2Y_trpcage.pdb"

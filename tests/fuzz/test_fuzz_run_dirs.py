@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.run_damage import Damage, Reader, pick_cases, quiet_readers
+from tests.helpers.run_damage import Damage, Reader, pick_cases, quiet_readers
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

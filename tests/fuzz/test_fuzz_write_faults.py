@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import flashschnet.atomic as atomic
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet.errors import os_error_status
 from flashschnet.openmm.dcd import read_dcd
 from flashschnet.openmm.reporters import read_checkpoint
 from flashschnet.scripts.simulate import main as simulate
-from helpers.faults import WriteFaults
+from tests.helpers.faults import WriteFaults
 
 PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
 MODEL = str(EXAMPLES / "trpcage_placeholder.pt")

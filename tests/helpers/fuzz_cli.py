@@ -37,7 +37,7 @@ import torch
 from hypothesis import HealthCheck
 from hypothesis import strategies as st
 
-from helpers.fuzz import fuzz_settings
+from tests.helpers.fuzz import fuzz_settings
 
 
 def cli_settings(n: int):

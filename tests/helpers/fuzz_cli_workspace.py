@@ -20,8 +20,8 @@ from typing import Optional
 import numpy as np
 import pytest
 
-from conftest import DATA, EXAMPLES, SHARED
-from helpers.fuzz_cli import accept
+from tests.conftest import DATA, EXAMPLES, SHARED
+from tests.helpers.fuzz_cli import accept
 
 PDB = EXAMPLES / "1L2Y_trpcage.pdb"
 MODEL = EXAMPLES / "trpcage_placeholder.pt"

@@ -22,8 +22,10 @@ Everything runs on one PyTorch thread (a reduction's order, hence its rounding, 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import platform
+import warnings
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -191,3 +193,43 @@ def tolerance(key: str) -> float:
     if key.startswith("openmm/"):
         return 1e-5
     return 2e-3 if any(v in key for v in ("fp16", "bf16", "bfloat16")) else 1e-5
+
+
+def recompute(tmp_path_factory, part: str):
+    """The golden outputs of ``part`` computed now (fails when the stored ones are missing)."""
+    import pytest
+
+    if not GOLDEN.exists():
+        pytest.fail(f"{GOLDEN} missing: capture it with python tools/py")
+    return compute(tmp_path_factory.mktemp("golden"), part=part)
+
+
+def check(values, skipped, part):
+    """Compare the recomputed ``values`` of ``part`` with the stored golden arrays (see the module docstring)."""
+    stored = np.load(GOLDEN)
+    names = [k for k in stored.files if part_of(k) == part]
+    meta = json.loads((GOLDEN.parent / "fingerprint.json").read_text())
+    bitwise = meta["fingerprint"] == fingerprint()
+    missing = sorted(set(names) - set(values) - {k for k in names
+                                                 if any(k.startswith(s.split(":")[0]) for s in skipped)})
+    assert not missing, f"golden outputs no longer computed: {missing}"
+    assert not set(values) - set(names), f"new outputs without a golden value: {set(values) - set(names)}"
+    differ = []
+    for key in sorted(set(values) & set(names)):
+        a, b = np.asarray(values[key]), stored[key]
+        if a.shape != b.shape:
+            differ.append(f"{key}: shape {a.shape} != {b.shape}")
+        elif bitwise:
+            if a.dtype != b.dtype or a.tobytes() != b.tobytes():
+                diff = np.abs(a.astype(np.float64) - b.astype(np.float64)).max()
+                differ.append(f"{key}: not bitwise equal (max |diff| {diff:.3g})")
+        else:
+            rel = np.abs(a.astype(np.float64) - b).max() / max(np.abs(b).max(), 1e-300)
+            if rel > tolerance(key):
+                differ.append(f"{key}: relative difference {rel:.3g} > {tolerance(key):g}")
+    assert not differ, "\n".join(differ)
+    if not bitwise:
+        warnings.warn(f"golden outputs compared within tolerance, not bitwise: captured on {meta['fingerprint']}, "
+                      f"this machine is {fingerprint()}")
+    if skipped:
+        warnings.warn(f"golden outputs not recomputed here: {skipped}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from conftest import DATA
+from tests.conftest import DATA
 
 REAL = DATA / "oracles" / "real"
 S_MODEL, S_ORACLE = REAL / "model_and_prior_S.pt", REAL / "oracle_S.pt"

@@ -29,7 +29,7 @@ import openmm.unit as u
 import pytest
 import torch
 
-from conftest import EXAMPLES, platforms
+from tests.conftest import EXAMPLES, platforms
 
 import flashschnet
 from flashschnet.openmm import build_system, network_module

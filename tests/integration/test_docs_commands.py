@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import ROOT
+from tests.conftest import ROOT
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 ENTRY = re.compile(r'"flashschnet-([\w-]+) = flashschnet\.scripts\.(\w+):main"')

@@ -6,7 +6,7 @@ import csv
 
 import numpy as np
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet.cg import map_pdb
 from flashschnet.checkpoint import load_model
 from flashschnet.openmm.observables import kabsch_align

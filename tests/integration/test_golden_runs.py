@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_golden import check, recompute
+from tests.helpers.golden import check, recompute
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

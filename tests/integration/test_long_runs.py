@@ -8,7 +8,7 @@ built by :func:`flashschnet.tiny.tiny_model`), about 40 times faster per step th
 kill schedule and the memory check can afford hundreds of reports.
 
 The units these runs rest on have their own tests: the DCD writer's order and truncate_dcd
-(tests/openmm/reporters/test_dcd_reporter.py), the atomic checkpoint (test_checkpoint_reporter.py), the health
+(tests/openmm/reporters/test_dcd_reporter.py), the atomic checkpoint (tests/openmm/reporters/test_checkpoint.py), the health
 check's drop policy (test_health.py), the fused path's independence of the Verlet list's history
 (tests/model/fused/test_torch_engine.py) and the Verlet rebuild with a NaN replica (tests/model/test_neighbors.py).
 """
@@ -31,13 +31,13 @@ import numpy as np
 import openmm
 import pytest
 
-from conftest import EXAMPLES, ROOT, platforms
+from tests.conftest import EXAMPLES, ROOT, platforms
 from flashschnet.errors import InputError
 from flashschnet.openmm.dcd import read_dcd
 from flashschnet.openmm.reporters import CHECKPOINT_MAGIC, read_checkpoint
 from flashschnet.scripts.simulate import main
 from flashschnet.tiny import tiny_model
-from helpers.dcd import dcd_parts
+from tests.helpers.dcd import dcd_parts
 
 PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
 PLACEHOLDER = str(EXAMPLES / "trpcage_placeholder.pt")

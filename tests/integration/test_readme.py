@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from conftest import ROOT
+from tests.conftest import ROOT
 
 
 def readme_example() -> str:

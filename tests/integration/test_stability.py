@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet.openmm.quantization.accuracy import langevin_check
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import oracle_path
+from tests.conftest import oracle_path
 from flashschnet import load_model
 from flashschnet.backends import resolve_backend
 from flashschnet.errors import InputError

@@ -6,10 +6,10 @@ import pickle
 
 import torch
 
-from conftest import EXAMPLES, oracle_path
+from tests.conftest import EXAMPLES, oracle_path
 from flashschnet import load_model
 from flashschnet.checkpoint import read_model_file, save_checkpoint
-from helpers.model_files import one_line_load_error
+from tests.helpers.model_files import one_line_load_error
 
 
 def test_checkpoint_round_trip(tmp_path, fixture_a, model64):

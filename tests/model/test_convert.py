@@ -1,6 +1,7 @@
-"""flashschnet-convert: mlcg pickles read without mlcg (restricted unpickler), checked against energies and
+"""flashschnet.convert (flashschnet-convert): mlcg pickles converted without mlcg, checked against energies and
 forces that mlcg itself computed (tests/data/oracles/real/, see its README.txt), and refusal of pickles that
-would run code."""
+would run code. The restricted unpickler alone (flashschnet.mlcg_pickle): tests/model/test_mlcg_pickle.py; the
+term tuples and type-table priors of a new molecule: tests/model/priors/test_tuples.py and test_type_parameters.py."""
 from __future__ import annotations
 
 import pickle
@@ -12,16 +13,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import EXAMPLES, SHARED
+from tests.conftest import EXAMPLES, SHARED
 from flashschnet.checkpoint import build_model, load_model
 from flashschnet.convert import convert_mlcg
 from flashschnet.priors import specialize_prior_tables
 from flashschnet.errors import InputError
-from flashschnet.mlcg_pickle import read_pickle
 from flashschnet.priors import per_term_energy, prior_energy_forces
 from flashschnet.scripts.convert import main
-from helpers.model_files import RunsCode
-from helpers.real_oracles import REAL, S_MODEL, S_ORACLE, chignolin_pdb, load_oracle
+from tests.helpers.model_files import RunsCode
+from tests.helpers.real_oracles import REAL, S_MODEL, S_ORACLE, chignolin_pdb, load_oracle
 
 CA_ORACLE = REAL / "real_cln_ca.pt"
 CA_MODEL = SHARED / "oracles" / "mlcg" / "real" / "real_cln_ca_model.pt"     # not copied: another project's file
@@ -32,13 +32,6 @@ def _ca_model():
     if not CA_MODEL.exists():
         pytest.skip(f"{CA_MODEL} not found (../shared/ is absent); the real mlcg file is not bundled")
     return CA_MODEL
-
-
-@pytest.mark.parametrize("model, oracle", [(S_MODEL, S_ORACLE), (None, CA_ORACLE)])
-def test_unpickler_sees_exactly_the_classes_mlcg_pickled(model, oracle):
-    model = model or _ca_model()
-    _, seen = read_pickle(model)
-    assert list(dict.fromkeys(seen)) == load_oracle(oracle)["classes"]
 
 
 def test_published_layout_network_and_type_table_priors_match_mlcg():
@@ -167,21 +160,6 @@ def test_cli_entry_point(tmp_path):
     assert res.returncode == 2 and "--force" in res.stderr
 
 
-def test_term_tuples_of_a_new_molecule_are_mlcgs(tmp_path):
-    from flashschnet.cg import map_pdb
-    from flashschnet.priors import mlcg_term_tuples
-
-    o = load_oracle(S_ORACLE)
-    mol = map_pdb(chignolin_pdb(tmp_path), mapping="5bead")
-    assert list(mol.bead_types) == o["bead_types"].tolist()
-    ours = mlcg_term_tuples(mol)
-    for name, term in o["prior_terms"].items():          # all 51 terms, empty ones included
-        ref = {tuple(c) for c in term["index_mapping"].t().tolist()}
-        got = {tuple(c) for c in ours.get(name, torch.zeros(0, 2, dtype=torch.long)).tolist()}
-        assert got == ref, name
-    assert set(ours) <= set(o["prior_terms"])
-
-
 def test_converted_transferable_model_in_openmm_equals_mlcg(tmp_path):
     """PDB -> 5-bead map -> System with the converted network (TorchForce) and its type-table priors applied to
     the molecule (native forces): OpenMM's energy and forces equal mlcg's totals."""
@@ -205,20 +183,6 @@ def test_converted_transferable_model_in_openmm_equals_mlcg(tmp_path):
         f = st.getForces(asNumpy=True).value_in_unit(u.kilojoule_per_mole / u.nanometer) / 41.84
         assert abs(e - float(o["energies"][frame])) < 1e-8 * max(1.0, abs(float(o["energies"][frame])))
         assert abs(f - o["forces"][frame].numpy()).max() < 1e-6
-
-
-def test_missing_residue_prior_is_a_clear_error(tmp_path):
-    from flashschnet.cg import map_pdb
-    from flashschnet.priors import priors_for_molecule
-
-    ckpt = convert_mlcg(S_MODEL)
-    tables = [t for t in ckpt["prior_tables"] if t["name"] != "TRP_phi"]
-    mol = map_pdb(chignolin_pdb(tmp_path), mapping="5bead")
-    with pytest.raises(InputError, match="no prior for TRP_phi"):
-        priors_for_molecule(tables, mol, "m.pt")
-    odd = tables + [dict(tables[0], name="my_special_bonds")]
-    with pytest.raises(InputError, match="my_special_bonds"):
-        priors_for_molecule(odd, mol, "m.pt")
 
 
 def test_simulate_runs_a_converted_transferable_model(tmp_path, capsys):

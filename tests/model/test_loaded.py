@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import EXAMPLES, oracle_path
+from tests.conftest import EXAMPLES, oracle_path
 from flashschnet import CGSchNet, LoadedModel, load_model, map_pdb, quantize, save_checkpoint
 from flashschnet.loaded import as_loaded
 

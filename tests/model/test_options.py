@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import EXAMPLES, oracle_path
+from tests.conftest import EXAMPLES, oracle_path
 from flashschnet import InputError, LoadedModel, ModelOptions, load_model, prepare_model
 from flashschnet.options import resolve_compression
 from flashschnet.transforms import apply_compression, apply_variant

@@ -13,7 +13,7 @@ import threading
 import pytest
 import torch
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet import load_model
 from flashschnet.tablecache import CACHE_ENV, cache_dir, cached_tables, entry_name, file_sha256
 from flashschnet.tiny import tiny_model

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import EXAMPLES, STRUCTURES
+from tests.conftest import EXAMPLES, STRUCTURES
 from flashschnet.openmm.observables import (MOLAR_GAS_CONSTANT_KJ_MOL_K, fraction_native_contacts, kabsch_align,
                                          native_contacts, radius_of_gyration, rmsf)
 from flashschnet.scripts.analyze import main

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from flashschnet.scripts.analyze import main as analyze
-from helpers.faults import mount_tmpfs, unmount
+from tests.helpers.faults import mount_tmpfs, unmount
 
 REPORT = {"report.md", "report.json", "energy.png", "structure.png", "contacts.png", "fes.png"}
 

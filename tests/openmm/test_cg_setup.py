@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet.errors import InputError
 from flashschnet.openmm.cg_setup import CGBuilder, build, load_inputs
 from flashschnet.openmm.dynamics import NETWORK_GROUP, PRIOR_GROUP

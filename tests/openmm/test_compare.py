@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES, SHARED
+from tests.conftest import EXAMPLES, SHARED
 from flashschnet.scripts.compare import main
 
 M3 = SHARED / "martini" / "m3"
@@ -225,7 +225,7 @@ def test_damaged_run_directories_are_refused_or_noted(tiny, tmp_path, monkeypatc
     run's file of its kind; flashschnet-analyze of the MARTINI run, flashschnet-martini --resume and
     flashschnet-compare --analyse-only each refuse it in one line naming the file, or note it (and in their JSON
     report's input_warnings), or give exactly the undamaged outcome; no traceback, the input files unchanged."""
-    from helpers.run_damage import Damage, Reader, pick_cases, quiet_readers
+    from tests.helpers.run_damage import Damage, Reader, pick_cases, quiet_readers
 
     out, args, _ = tiny
     captured = {}

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet.distill import load_inner
 from flashschnet.openmm.dcd import read_dcd
 from flashschnet.scripts.distill import main as distill

@@ -1,6 +1,7 @@
-"""flashschnet.openmm.doctor: every kind of plugin load failure explained in one line naming what to run (fed
-the loader's real messages), the platform report on this machine, and ``python -m flashschnet.doctor`` end to end
-(exit 0, the CPU platform, the TorchForce and PythonForce on CPU and Reference)."""
+"""flashschnet.openmm.doctor: the platform report on this machine (plugin load failures as doctor_explain explains
+them, a torch plugin loaded again, the extra a missing GPU platform needs), the force and XML probes' results judged
+(crashes, disagreement, the known XML crash as a warning), and ``python -m flashschnet.doctor`` end to end (exit 0,
+the CPU platform, the TorchForce and PythonForce on CPU and Reference)."""
 from __future__ import annotations
 
 import json
@@ -8,102 +9,10 @@ import subprocess
 import sys
 
 import openmm
-import pytest
 
 from flashschnet.openmm import doctor
-from flashschnet.openmm.doctor import Env, explain_error, explain_failure, platform_report
-
-PLUGINS = "/venv/lib/python3.11/site-packages/OpenMM.libs/lib/plugins"
-ENV = Env(torch_version="2.11.0+cu130", torch_cuda="13.0", openmm_version="8.6.1",
-          openmmtorch=[("acellera-openmmtorch-cpu", "1.10")], platform_packages=[("OpenMM-CUDA-13", "8.6.1")],
-          driver=False, requirements={"openmm": "openmm<8.6,>=8.5", "torch": "torch<2.13,>=2.10"})
-CPU_TORCH = Env(torch_version="2.11.0+cpu", torch_cuda=None, openmm_version="8.6.1",
-                openmmtorch=[("acellera-openmmtorch-cu13", "1.10")], driver=True)
-
-#: what the dynamic loader says, as OpenMM records it (the first three verbatim from openmm 8.6.1 + openmm-cuda-13
-#: on a machine without a GPU driver and without an OpenCL runtime)
-DRIVER = (f"Error loading library {PLUGINS}/libOpenMMCUDA.so: libcuda.so.1: cannot open shared object file: "
-          "No such file or directory")
-OPENCL = (f"Error loading library {PLUGINS}/libOpenMMOpenCL.so: libOpenCL.so.1: cannot open shared object file: "
-          "No such file or directory")
-DEPENDS = (f"Error loading library {PLUGINS}/libOpenMMAmoebaCUDA.so: libOpenMMCUDA.so: cannot open shared object "
-           "file: No such file or directory")
-NVRTC = (f"Error loading library {PLUGINS}/libOpenMMCUDA.so: libnvrtc.so.13: cannot open shared object file: "
-         "No such file or directory")
-CUFFT12 = (f"Error loading library {PLUGINS}/libOpenMMCUDA.so: libcufft.so.11: cannot open shared object file: "
-           "No such file or directory")
-TORCH_SYMBOL = (f"Error loading library {PLUGINS}/libOpenMMTorchReference.so: {PLUGINS}/libOpenMMTorchReference.so: "
-                "undefined symbol: _ZN3c1013MessageLoggerC1EPKciib")
-OPENMM_SYMBOL_IN_TORCH = (f"Error loading library {PLUGINS}/libOpenMMTorchCUDA.so: {PLUGINS}/libOpenMMTorchCUDA.so: "
-                          "undefined symbol: _ZN6OpenMM11CudaContext12getWorkGroupEv")
-OPENMM_SYMBOL = (f"Error loading library {PLUGINS}/libOpenMMCUDA.so: {PLUGINS}/libOpenMMCUDA.so: undefined symbol: "
-                 "_ZN6OpenMM14ContextImpl16getPlatformDataEv")
-GLIBCXX = (f"Error loading library {PLUGINS}/libOpenMMTorchCUDA.so: /lib/x86_64-linux-gnu/libstdc++.so.6: version "
-           f"`GLIBCXX_3.4.32' not found (required by {PLUGINS}/libOpenMMTorchCUDA.so)")
-GLIBC = (f"Error loading library {PLUGINS}/libOpenMMCPU.so: /lib64/libc.so.6: version `GLIBC_2.28' not found "
-         f"(required by {PLUGINS}/libOpenMMCPU.so)")
-TORCH_FIRST = (f"Error loading library {PLUGINS}/libOpenMMTorchReference.so: libtorch_cpu.so: cannot open shared "
-               "object file: No such file or directory")
-CORE_MOVED = (f"Error loading library {PLUGINS}/libOpenMMTorchReference.so: libOpenMMTorch.so: cannot open shared "
-              "object file: No such file or directory")
-TORCH_CUDA = (f"Error loading library {PLUGINS}/libOpenMMTorchCUDA.so: libc10_cuda.so: cannot open shared object "
-              "file: No such file or directory")
-
-#: message -> (env, kind, text the line must hold)
-CASES = {
-    "driver": (DRIVER, ENV, "driver", "no NVIDIA driver"),
-    "opencl": (OPENCL, ENV, "opencl-runtime", "apt-get install ocl-icd-libopencl1"),
-    "depends": (DEPENDS, ENV, "depends", "libOpenMMCUDA.so"),
-    "nvrtc": (NVRTC, ENV, "missing-library", "pip install 'flashschnet[cuda13]'"),
-    "cufft-cuda12": (CUFFT12, ENV, "missing-library", "pip install 'flashschnet[cuda12]'"),
-    "torch-abi": (TORCH_SYMBOL, ENV, "abi", "pip install --force-reinstall --no-deps acellera-openmmtorch-cpu==1.10"),
-    "openmm-abi-in-torch-plugin": (OPENMM_SYMBOL_IN_TORCH, ENV, "abi", "pip install 'openmm<8.6,>=8.5'"),
-    "openmm-abi": (OPENMM_SYMBOL, ENV, "abi", "pip install --force-reinstall 'openmm==8.6.1' 'OpenMM-CUDA-13==8.6.1'"),
-    "glibcxx": (GLIBCXX, ENV, "libstdcxx", "conda install -c conda-forge 'libstdcxx-ng>=13'"),
-    "glibc": (GLIBC, ENV, "glibc", "GLIBC_2.28"),
-    "torch-first": (TORCH_FIRST, ENV, "torch-import-order", "import torch first"),
-    "core-library": (CORE_MOVED, ENV, "missing-library",
-                     "pip install --force-reinstall --no-deps acellera-openmmtorch-cpu==1.10"),
-    "torch-cuda": (TORCH_CUDA, CPU_TORCH, "torch-cuda", "pip uninstall -y acellera-openmmtorch-cu13"),
-}
-
-
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_each_kind_of_failure_is_explained_in_one_line(case):
-    message, env, kind, text = CASES[case]
-    out = explain_failure(message, env)
-    assert out["kind"] == kind, out
-    assert text in out["line"], out["line"]
-    assert "\n" not in out["line"] and len(out["line"]) < 400
-    assert out["library"].startswith(PLUGINS) and "Error loading" not in out["line"]
-
-
-def test_the_explanations_name_the_platform_and_the_plugin():
-    assert "OpenMM's CUDA platform (libOpenMMCUDA.so)" in explain_failure(DRIVER, ENV)["line"]
-    assert "nothing to install here" in explain_failure(DRIVER, ENV)["line"]
-    torch_plugin = explain_failure(TORCH_SYMBOL, ENV)
-    assert torch_plugin["torch_plugin"] and torch_plugin["platform"] == "Reference"
-    assert "another torch than torch 2.11.0+cu130" in torch_plugin["line"]
-    assert "another OpenMM than openmm 8.6.1" in explain_failure(OPENMM_SYMBOL_IN_TORCH, ENV)["line"]
-    # the CUDA major comes from the library's soname when it says it, else from torch's CUDA
-    assert "[cuda12]" in explain_failure(NVRTC.replace(".so.13", ".so.12"), ENV)["line"]
-    assert "torch here is built with CUDA 13.0" in explain_failure(NVRTC.replace(".so.13", ".so.12"), ENV)["line"]
-    assert "[cuda12]" in explain_failure(NVRTC.replace(".so.13", ".so"), Env(torch_cuda="12.8"))["line"]
-
-
-def test_unrecognised_failures_still_get_one_line():
-    out = explain_failure("Error loading library /x/libOpenMMFoo.so: something unexpected happened", ENV)
-    assert out["kind"] == "unknown" and "something unexpected happened" in out["line"] and "pip install" in out["line"]
-    out = explain_failure("not a loader message at all", Env())
-    assert out["kind"] == "unknown" and "\n" not in out["line"]
-
-
-def test_force_errors_get_a_hint():
-    assert "[cuda12]" in explain_error("Error initializing CUDA: CUDA_ERROR_INSUFFICIENT_DRIVER (35)", ENV)
-    assert "nvidia-smi" in explain_error("Error initializing CUDA: CUDA_ERROR_NO_DEVICE (100) at ...", ENV)
-    assert "plugin failures" in explain_error("OpenMMException: Specified a Platform for a Context which does not "
-                                              "support all required kernels", ENV)
-    assert explain_error("ValueError: something else", ENV) == ""
+from flashschnet.openmm.doctor import Env, platform_report
+from tests.helpers.loader_messages import DRIVER, ENV, TORCH_FIRST
 
 
 def test_platform_report_on_this_machine():
@@ -193,21 +102,6 @@ def test_xml_round_trip_crash_is_explained(monkeypatch):
     assert doctor.check_xml_round_trip(60, ENV)["status"] == "ok"
 
 
-@pytest.mark.parametrize("openmm_version, builds, known", [
-    ("8.6.1", [("acellera-openmmtorch-cpu", "1.10")], True),
-    ("8.6.0", [("acellera-openmmtorch-cu13", "1.10"), ("acellera-openmmtorch-cpu", "1.10")], True),
-    ("8.6.2rc1", [("acellera-openmmtorch-cu12", "1.10.post1")], True),
-    ("8.5.2", [("acellera-openmmtorch-cpu", "1.10")], False),       # the verified set
-    ("8.6.1", [("acellera-openmmtorch-cpu", "1.11")], False),       # a later build (against 8.6, presumably)
-    ("8.6.1", [("openmmtorch", "1.10")], False),                    # conda-forge builds against the installed openmm
-    ("8.6.1", [], False),
-    (None, [("acellera-openmmtorch-cpu", "1.10")], False),
-])
-def test_the_known_xml_crash_is_told_by_the_versions(openmm_version, builds, known):
-    env = Env(openmm_version=openmm_version, openmmtorch=builds)
-    assert (doctor.known_xml_crash(env) is not None) is known
-
-
 def test_the_known_xml_crash_is_a_warning_saying_what_to_avoid(monkeypatch):
     """openmm 8.6 + openmm-torch 1.10, the probe crashing while deserializing: a warning (flashschnet is not
     affected), what not to do in one's own code, and the verified set for those who need it (openmm-ml named only
@@ -225,10 +119,6 @@ def test_the_known_xml_crash_is_a_warning_saying_what_to_avoid(monkeypatch):
     assert "pip install 'openmm==8.5.2' 'openmmml==1.7'" in doctor.check_xml_round_trip(60, with_ml)["line"]
     _probe_returns(monkeypatch, [], "crashed (SIGSEGV) after 3 s")
     assert doctor.check_xml_round_trip(60, ENV)["status"] == "error"
-
-
-def test_env_reads_openmmml():
-    assert Env.current({"openmm": "8.6.1", "openmmml": "1.8"}).openmmml_version == "1.8"
 
 
 def test_doctor_end_to_end(tmp_path):

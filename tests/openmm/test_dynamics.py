@@ -11,7 +11,7 @@ import openmm.unit as u
 import pytest
 import torch
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet import load_model, map_pdb
 from flashschnet.distill import template_for
 from flashschnet.distill.fit import with_coefficients

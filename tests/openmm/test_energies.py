@@ -8,7 +8,7 @@ import openmm.unit as u
 import pytest
 import torch
 
-from conftest import CPU_BACKENDS, EXAMPLES, platforms
+from tests.conftest import CPU_BACKENDS, EXAMPLES, platforms
 from flashschnet import load_model, map_pdb
 from flashschnet.openmm.energies import ReplicaEnergies
 from flashschnet.openmm.force import OpenMMNetwork, network_module
@@ -58,15 +58,3 @@ def test_replica_energies_without_priors_or_network():
     both = ReplicaEnergies(module, mol, model.priors_for(mol), 2, "Reference")(pos)
     assert np.allclose(net_only + priors_only, both, rtol=1e-14, atol=0)
     assert np.all(priors_only != 0) and np.all(net_only != 0)
-
-
-def test_network_module_keeps_bead_types_on_the_networks_device():
-    # a PythonForce and the log's energies call the module where it was made (openmm-torch moves a TorchForce's
-    # module itself): bead types on another device than the weights failed on the first GPU run. The meta device
-    # stands in for CUDA here: the buffer must follow the weights
-    model = load_model(EXAMPLES / "trpcage_trained.pt", backend="torch")
-    mol = map_pdb(EXAMPLES / "1L2Y_trpcage.pdb")
-    model.network.to("meta")
-    module = OpenMMNetwork(model, torch.as_tensor(mol.bead_types), 2)
-    assert module.bead_types.device.type == "meta"
-    assert module.bead_types.shape == (mol.n_beads,)

@@ -3,16 +3,13 @@ the System that :func:`flashschnet.openmm.build_system` gives (same energies and
 platform; bad topologies and options are one-line errors."""
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from importlib.metadata import entry_points
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import EXAMPLES, ROOT, platforms
+from tests.conftest import EXAMPLES, platforms
 
 openmm = pytest.importorskip("openmm")
 openmmml = pytest.importorskip("openmmml")
@@ -168,7 +165,7 @@ def test_converted_transferable_mlcg_model_matches_mlcg(tmp_path):
     """The real mlcg file (tests/data/oracles/real/), converted, through OpenMM-ML on the CG topology of
     chignolin: energies and forces equal mlcg's own."""
     from flashschnet.scripts.convert import main as convert
-    from helpers.real_oracles import S_MODEL, S_ORACLE, chignolin_pdb
+    from tests.helpers.real_oracles import S_MODEL, S_ORACLE, chignolin_pdb
 
     out = tmp_path / "s.pt"
     assert convert([str(S_MODEL), str(out)]) == 0
@@ -240,31 +237,12 @@ def test_mixed_systems_are_refused(mol):
         potential.createMixedSystem(top, mm, list(range(10)))
 
 
-def test_openmm_imported_before_torch_still_runs_the_torch_force(tmp_path):
-    """A user script that imports openmm (and openmmml) first: openmm-torch's kernel libraries failed to load
-    then; importing the potential loads them again, so the Context gets its TorchForce kernels."""
-    script = textwrap.dedent(f"""
-        import openmm, openmm.app as app
-        from openmmml import MLPotential
-        from flashschnet.cg import map_pdb
-        from flashschnet.openmm import cg_topology, replica_positions_nm
-        mol = map_pdb({PDB!r})
-        system = MLPotential("flashschnet", modelPath={MODEL!r}).createSystem(cg_topology(mol))
-        ctx = openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName("Reference"))
-        ctx.setPositions(replica_positions_nm(mol, 1))
-        print("energy", ctx.getState(getEnergy=True).getPotentialEnergy())
-    """)
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert "energy" in res.stdout
-
-
 @pytest.mark.parametrize("mapping", ["5bead", "ca"])
 @pytest.mark.parametrize("name", ["1L2Y_trpcage.pdb", "1VII_villin.pdb", "4PTI_bpti.pdb"])
 def test_cg_molecule_from_topology_inverts_cg_topology(name, mapping):
     """The molecule read back from a CG topology (with and without positions) has the beads, types, masses,
     bonds and chains of the mapped PDB."""
-    from conftest import STRUCTURES
+    from tests.conftest import STRUCTURES
 
     from flashschnet.openmm import cg_molecule_from_topology
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import openmm
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet.backends import cuda_extra, resolve_backend
 from flashschnet.errors import InputError
 from flashschnet.openmm import platforms

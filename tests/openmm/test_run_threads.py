@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet import threads as th
 from flashschnet.openmm.simulate import RunSettings, run
 

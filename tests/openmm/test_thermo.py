@@ -1,5 +1,5 @@
-"""Thermodynamics across the temperatures of a parallel-tempering run (MBAR, flashschnet.openmm.thermo) and the
-walkers' mixing (flashschnet.openmm.exchange_diagnostics), checked against exact answers:
+"""flashschnet.openmm.thermo: thermodynamics across the temperatures of a parallel-tempering run (MBAR), and
+flashschnet-analyze's thermodynamics and mixing sections on a real tempering run, checked against exact answers:
 
 * the harmonic walkers of ``tests/helpers/ensemble_systems.py`` run through the real driver (as
   ``ensemble/test_sampling.py``, much shorter): each walker is N particles in a 3-D well U = k/2 |x|^2, so at every
@@ -10,13 +10,13 @@ walkers' mixing (flashschnet.openmm.exchange_diagnostics), checked against exact
 * a two-state system sampled exactly (no dynamics): Q = 1 (U = 0) or Q = 0 (U = eps, degeneracy g), whose <Q>
   crosses 0.5 at T = eps / (kB ln g) and whose heat capacity peaks where the exact formula does: the melting
   temperatures within 4 bootstrap standard deviations, the reweighted F(Q, Rg) giving the exact populations;
-* the mixing diagnostics of hand-written exchanges.csv/walkers.csv with known round trips and acceptances;
-* the thresholds below which MBAR's figures are not trusted (uncorrelated samples per rung, round trips, neighbour
-  overlap), on synthetic numbers and samples: warned about, the melting temperatures withheld;
 * flashschnet-analyze on a tiny trp-cage tempering run (3 rungs, 40 steps): thermo.csv, report.json/md and
   exchange_diagnostics.json, and its warnings (far too little data for MBAR: melting temperatures withheld); and
   bad input (a plain run, no topology, temperatures outside the ladder or garbled)
   refused in one line, exit 2, nothing written.
+
+The mixing diagnostics of hand-written files: test_exchange_diagnostics.py; the MBAR thresholds on synthetic numbers:
+test_analyze_sufficiency.py and test_analyze_thermo.py.
 """
 from __future__ import annotations
 
@@ -30,16 +30,15 @@ import pytest
 
 import torch  # noqa: F401  (torch before openmm)
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet.errors import InputError
 from flashschnet.openmm.analyze_series import log_series
 from flashschnet.openmm.ensemble.driver import EnsemblePlan, LocalBlocks, block_specs, check_plan, drive
 from flashschnet.openmm.ladder import parse_temperatures
-from flashschnet.openmm.exchange_diagnostics import diagnostics
 from flashschnet.openmm.run_reader import RunDir
 from flashschnet.openmm.thermo import ThermoFit
 from flashschnet.openmm.units import BOLTZMANN_KJ_MOL_K as KB
-from helpers.ensemble_systems import HarmonicBuilder, _topology
+from tests.helpers.ensemble_systems import HarmonicBuilder, _topology
 
 PARTICLES = 10                     # per walker: U ~ Gamma(15, kT)
 LADDER = "300:450:3"               # 300, 367.4, 450 K
@@ -161,134 +160,6 @@ def test_melting_temperatures_and_reweighted_surface_of_a_two_state_system():
     assert abs(native - exact) < 4 * np.sqrt(exact * (1 - exact) / fes["effective_frames"]), (native, exact)
     with pytest.raises(InputError, match="outside the sampled temperatures"):
         fit.check_targets([310.0], "--temperatures-out")
-
-
-# -- mixing diagnostics ------------------------------------------------------------------------------------------
-def _write(path, header, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
-
-
-def test_exchange_diagnostics_count_round_trips_acceptance_and_occupancy(tmp_path):
-    """Three rungs; walker 0 goes 0 -> 1 -> 2 -> 1 -> 0 (one round trip, steps 0-40); walker 1 reaches the bottom
-    at step 10 but never the top, walker 2 the top but not the bottom again. Pair (0, 1) accepts 2 of 3 tries,
-    pair (1, 2) 2 of 21 (9.5 %: warned about). Then a run without a round trip (warned about), a partial last row
-    (dropped), a damaged row and another ladder's file (one-line errors)."""
-    temps = [300.0, 350.0, 400.0]
-    cols = ["step", "pair", "T_lo_K", "T_hi_K", "walker_lo", "walker_hi", "probability", "accepted"]
-    rows = [[10, 0, 300, 350, 0, 1, 0.5, 1],         # rungs: 1 0 2
-            [20, 1, 350, 400, 0, 2, 0.5, 1],         # 1 2 0
-            [30, 1, 350, 400, 2, 0, 0.5, 1],         # 1 0 2
-            [40, 0, 300, 350, 1, 0, 0.5, 1],         # 0 1 2: walker 0 back at the bottom after the top
-            [50, 0, 300, 350, 0, 1, 0.5, 0]]
-    rows += [[60 + 10 * i, 1, 350, 400, 1, 2, 0.01, 0] for i in range(18)]
-    rows.append([240, 1, 350, 400, 1, 2, 0.01, 0])
-    _write(tmp_path / "exchanges.csv", cols, rows)
-    _write(tmp_path / "walkers.csv", ["step", "T300.0", "T350.0", "T400.0"],
-           [[0, 0, 1, 2], [20, 1, 2, 0], [40, 0, 1, 2], [60, 0, 1, 2]])
-    d = diagnostics(str(tmp_path), temps, dt_ps=0.004)
-    assert [(p["attempts"], p["accepted"]) for p in d["pairs"]] == [(3, 2), (21, 2)]
-    assert d["pairs"][1]["acceptance"] == pytest.approx(2 / 21)
-    assert d["round_trips"] == [[40], [], []] and d["round_trips_total"] == 1
-    assert d["mean_round_trip_steps"] == 40 and d["mean_round_trip_ps"] == pytest.approx(0.16)
-    # occupancy over the reports after step 0: walker 0 at rungs 2, 0, 0; walker 1 at 0, 1, 1; walker 2 at 1, 2, 2
-    assert np.allclose(d["occupancy"], [[2 / 3, 0, 1 / 3], [1 / 3, 2 / 3, 0], [0, 1 / 3, 2 / 3]])
-    assert len(d["warnings"]) == 1 and "acceptance 0.095 between 350.0 and 400.0 K is below 10%" in d["warnings"][0]
-
-    # no round trip; and a partial last row (a run cut short) is dropped
-    _write(tmp_path / "exchanges.csv", cols, rows[:2] + [[30, 1]])
-    d = diagnostics(str(tmp_path), temps)
-    assert d["round_trips_total"] == 0 and d["steps"] == 20
-    assert any("no walker completed a round trip 300.0 -> 400.0 -> 300.0 K in 20 steps" in w for w in d["warnings"])
-    # a damaged row in the middle, a file of another ladder: one-line errors
-    _write(tmp_path / "exchanges.csv", cols, rows[:1] + [["x"] * 8] + rows[1:3])
-    with pytest.raises(InputError, match="line 3: unreadable row"):
-        diagnostics(str(tmp_path), temps)
-    _write(tmp_path / "exchanges.csv", cols, rows)
-    with pytest.raises(InputError, match="outside the 2-rung ladder"):
-        diagnostics(str(tmp_path), temps[:2])
-
-
-# -- too little data for MBAR: the thresholds (flashschnet.openmm.analyze_sufficiency) --------------------------
-def test_mbar_sufficiency_thresholds_on_synthetic_numbers():
-    """Exactly at each threshold: sufficient, no warning; one below any of them: that quantity fails, with one
-    warning naming it, its value, the threshold and what to do; without exchanges.csv round trips are not judged."""
-    from flashschnet.openmm.analyze_sufficiency import (MIN_NEIGHBOUR_OVERLAP, MIN_ROUND_TRIPS_PER_WALKER,
-                                                        MIN_SAMPLES_PER_TEMPERATURE, mbar_sufficiency)
-
-    def check(samples=MIN_SAMPLES_PER_TEMPERATURE, trips=MIN_ROUND_TRIPS_PER_WALKER * 3, overlap=MIN_NEIGHBOUR_OVERLAP,
-              exchange=True):
-        states = [{"temperature_K": t, "samples": n} for t, n in ((300.0, 80), (350.0, samples), (400.0, 90))]
-        pairs = [{"T_lo_K": 300.0, "T_hi_K": 350.0, "overlap": 0.2},
-                 {"T_lo_K": 350.0, "T_hi_K": 400.0, "overlap": overlap}]
-        ex = {"temperatures_K": [300.0, 350.0, 400.0], "round_trips_total": trips, "steps": 5000} if exchange else None
-        return mbar_sufficiency(states, pairs, ex)
-
-    ok = check()
-    assert ok["sufficient"] and ok["failed"] == [] and ok["warnings"] == [] and ok["reason"] is None
-    assert (ok["min_samples"], ok["min_samples_T_K"], ok["round_trips"], ok["round_trips_needed"]) == (50, 350.0, 3, 3)
-    assert ok["min_neighbour_overlap"] == MIN_NEIGHBOUR_OVERLAP and ok["min_overlap_pair_K"] == [350.0, 400.0]
-    for kwargs, failed, needles in (
-            ({"samples": 49}, "samples", ["49 uncorrelated samples at 350.0 K", "the 50 per temperature",
-                                          "run longer"]),
-            ({"trips": 2}, "round_trips", ["2 walker round trip(s) 300.0 -> 400.0 -> 300.0 K in 5000 steps",
-                                           "the 3 needed", "run longer"]),
-            ({"trips": 0}, "round_trips", ["no walker completed a round trip 300.0 -> 400.0 -> 300.0 K"]),
-            ({"overlap": 0.029}, "overlap", ["overlap 0.029 between 350.0 and 400.0 K", "below 0.03",
-                                             "put a temperature between them"])):
-        r = check(**kwargs)
-        assert not r["sufficient"] and r["failed"] == [failed] and len(r["warnings"]) == 1, r
-        assert r["warnings"][0].startswith("MBAR: ") and "melting temperatures withheld" in r["warnings"][0]
-        assert all(n in r["warnings"][0] for n in needles), r["warnings"][0]
-        assert r["reason"].startswith("too little data for MBAR: ")
-    r = check(samples=10, trips=0, overlap=0.001, exchange=False)
-    assert r["failed"] == ["samples", "overlap"] and r["round_trips"] is None and len(r["warnings"]) == 2
-
-
-def _synthetic_records(temps, frames, seed):
-    """Records as analyze_series makes them (log rows and frames at steps 10, 20, ...) of the exact two-state
-    system above sampled independently at ``temps``."""
-    rng = np.random.default_rng(seed)
-    records = []
-    for t in temps:
-        unfolded = rng.random(frames) < _unfolded(t)
-        steps = np.arange(1, frames + 1) * 10
-        records.append({"temperature_K": t, "file": f"T{t:.1f}.dcd", "step": steps, "q": np.where(unfolded, 0.0, 1.0),
-                        "rg_nm": np.where(unfolded, 1.2, 0.8) + 0.01 * rng.standard_normal(frames),
-                        "rmsd_nm": np.where(unfolded, 0.6, 0.1) + 0.01 * rng.standard_normal(frames),
-                        "log": {"step": steps, "potential_energy_kJ_mol": np.where(unfolded, EPS, 0.0)}})
-    return records
-
-
-def test_enough_samples_keep_the_melting_temperatures_too_few_withhold_them(tmp_path):
-    """tempering_thermo on synthetic rungs (no exchanges.csv: round trips not judged): 300 independent samples per
-    rung pass every threshold (melting temperatures reported, no warning, surfaces reliable); 30 per rung fail the
-    samples threshold: one warning, the melting temperatures None with the reason, the surfaces unreliable."""
-    from flashschnet.openmm import thermo_report
-    from flashschnet.openmm.analyze_thermo import tempering_thermo
-
-    temps = list(np.linspace(320.0, 380.0, 4))
-    for frames, sufficient in ((300, True), (30, False)):
-        notes = []
-        thermo, exchange, warnings = tempering_thermo(str(tmp_path), _synthetic_records(temps, frames, 5), temps, {},
-                                                      [320.0, 340.0, 360.0, 380.0], None, 0, 5, notes)
-        enough, m = thermo["sufficiency"], thermo["melting"]
-        assert exchange is None and enough["round_trips"] is None and enough["sufficient"] is sufficient
-        assert 0 < enough["min_neighbour_overlap"] and "warnings" not in enough
-        md = thermo_report.markdown({"thermo": thermo, "exchange": None, "warnings": warnings})
-        if sufficient:
-            assert warnings == [] and enough["min_samples"] >= 50 and "withheld" not in m
-            assert m["q_half_K"] == pytest.approx(TM, abs=10) and all(s["reliable"] for s in thermo["fes"])
-            assert f"<Q> = 0.5: {m['q_half_K']:.1f} K" in md and "nreliable" not in md and "Warnings" not in md
-        else:
-            assert "<Q> = 0.5: not reported: too little data for MBAR" in md and "**Unreliable:" in md
-            assert enough["failed"] == ["samples"] and len(warnings) == 2, warnings    # and the surfaces' frames
-            assert "uncorrelated samples" in warnings[0] and "effective frames" in warnings[1]
-            assert m["heat_capacity_peak_K"] is m["q_half_K"] is m["heat_capacity_peak_err_K"] is None
-            assert m["withheld"] == enough["reason"] and "at least 50 per temperature" in m["withheld"]
-            assert not any(s["reliable"] for s in thermo["fes"])
 
 
 def test_neighbour_overlap_is_small_between_distant_temperatures():

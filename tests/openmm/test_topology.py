@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from conftest import STRUCTURES
+from tests.conftest import STRUCTURES
 from flashschnet.cg import map_pdb
-from helpers.pdb_text import BB, atom_line, residue_lines, write_pdb
+from tests.helpers.pdb_text import BB, atom_line, residue_lines, write_pdb
 
 
 def test_cg_topology_counts():

@@ -1,9 +1,12 @@
 """flashschnet-benchmark: --help through the console entry point, and a tiny end-to-end run (trp-cage,
 R = 1, 2, both CPU backends, a 2-step OpenMM run, the built-in default model) checking the JSON and the
-printed table. The run from an installed package outside the checkout: tests/integration/test_packaging.py."""
+printed table; a --out that cannot be written is one line (exit 5) and leaves no file. The run from an installed
+package outside the checkout: tests/integration/test_packaging.py."""
 from __future__ import annotations
 
+import errno
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import EXAMPLES
+import flashschnet.atomic as atomic
+from tests.conftest import EXAMPLES
+from tests.helpers.cli_errors import error_line
 from flashschnet.scripts.benchmark import main
 
 ENTRY = Path(sys.executable).parent / "flashschnet-benchmark"
@@ -278,3 +283,15 @@ def test_a_failing_configuration_is_an_error_row():
     finally:
         torch.set_num_threads(threads)
     assert out["status"] == "error" and "\n" not in out["error"] and "nonexistent" in out["error"]
+
+
+def test_benchmark_json_that_cannot_be_written(tmp_path, capsys, monkeypatch, write_faults):
+    import flashschnet.scripts.benchmark as benchmark
+    from flashschnet.openmm.benchmark.report import write_json
+
+    monkeypatch.setattr(benchmark, "_benchmark", lambda args, argv, pdb: write_json({"results": []}, args.out) and 0)
+    write_faults.fail("b.json.tmp", module=atomic, errno=errno.ENOSPC, limit=5)
+    assert benchmark.main(["--out", str(tmp_path / "b.json")]) == 5
+    line = error_line(capsys.readouterr().err, "flashschnet-benchmark")
+    assert f"writing the benchmark report {tmp_path / 'b.json'} failed: No space left on device" in line, line
+    assert os.listdir(tmp_path) == []

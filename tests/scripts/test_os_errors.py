@@ -1,8 +1,10 @@
-"""Every OS error while writing is one line with its own exit status (issue 27, items 2 and 3): 5 no space left,
-6 not allowed to write, 7 another I/O error. A run whose checkpoint, trajectory or log cannot be written keeps its
-last good checkpoint, leaves no ``checkpoint.chk.tmp``, and ``--resume`` continues it bitwise once the cause is
-gone. Faults are injected into the writers (tests/helpers/faults.py: every machine), and once for real: a small
-tmpfs that fills up during a run (skipped, with the reason, where mounting is not permitted)."""
+"""flashschnet-simulate's writes (issue 27, items 2 and 3): every OS error while writing is one line with its own
+exit status: 5 no space left, 6 not allowed to write, 7 another I/O error. A run whose checkpoint, trajectory or log
+cannot be written keeps its last good checkpoint, leaves no ``checkpoint.chk.tmp``, and ``--resume`` continues it
+bitwise once the cause is gone. Faults are injected into the writers (tests/helpers/faults.py: every machine), and
+once for real: a small tmpfs that fills up during a run (skipped, with the reason, where mounting is not permitted).
+The other commands' outputs that cannot be written: test_convert.py, test_doctor.py, test_benchmark.py; ``finish``,
+which makes any OS error that one line: test__cli.py."""
 from __future__ import annotations
 
 import csv
@@ -13,11 +15,12 @@ import numpy as np
 import pytest
 
 import flashschnet.atomic as atomic
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet.openmm.dcd import read_dcd, read_header
 from flashschnet.openmm.reporters import read_checkpoint
 from flashschnet.scripts.simulate import main as simulate
-from helpers.faults import mount_tmpfs, unmount
+from tests.helpers.faults import mount_tmpfs, unmount
+from tests.helpers.cli_errors import error_line
 
 PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
 MODEL = str(EXAMPLES / "trpcage_placeholder.pt")
@@ -29,17 +32,6 @@ STEPS = 40
 
 def _simulate(out, *extra, steps=STEPS):
     return simulate([PDB, "--model", MODEL, "--steps", str(steps), "--out", str(out), *COMMON, *extra])
-
-
-def _error_line(err: str, prog: str = "flashschnet-simulate") -> str:
-    """The one error line of a failed command: its last line, the only one starting "PROG: error:"; no
-    traceback, nothing but the command's own lines (notes, progress) before it."""
-    assert "Traceback" not in err, err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith(f"{prog}: error: ")]
-    assert len(errors) == 1 and lines[-1] == errors[0], err
-    assert all(ln.startswith(f"{prog}: ") for ln in lines), err
-    return errors[0]
 
 
 def _log_rows(out):
@@ -69,7 +61,7 @@ def test_checkpoint_that_cannot_be_written_keeps_the_last_one_and_resumes_bitwis
     out = tmp_path / "run"
     write_faults.fail("checkpoint.chk.tmp", module=atomic, errno=errno.ENOSPC, limit=100, nth=2)
     assert _simulate(out) == 5
-    line = _error_line(capsys.readouterr().err)
+    line = error_line(capsys.readouterr().err)
     for needle in (f"writing the checkpoint {out / 'checkpoint.chk'} failed: No space left on device (ENOSPC)",
                    "free space", "--resume", "the last good checkpoint (step 0) is kept"):
         assert needle in line, (needle, line)
@@ -90,7 +82,7 @@ def test_trajectory_that_cannot_be_written_is_one_error_and_resumes_bitwise(stra
     write_faults.fail("replica_000.dcd", module=atomic, errno=errno.EROFS,
                       limit=head.data_offset + int(2.5 * head.frame_bytes))
     assert _simulate(out) == 6
-    line = _error_line(capsys.readouterr().err)
+    line = error_line(capsys.readouterr().err)
     assert f"writing the trajectory {out / 'replica_000.dcd'} failed: Read-only file system (EROFS)" in line, line
     assert "make it writable" in line and "--resume" in line and "is kept" in line
     assert write_faults.failing and write_faults.failing[0].failed
@@ -106,7 +98,7 @@ def test_log_that_cannot_be_written_is_one_error_and_resumes_bitwise(straight, t
     out = tmp_path / "run"
     write_faults.fail("log.csv", module=atomic, errno=errno.EIO, limit=header_and_rows + 30)
     assert _simulate(out) == 7
-    line = _error_line(capsys.readouterr().err)
+    line = error_line(capsys.readouterr().err)
     assert f"writing the log {out / 'log.csv'} failed: Input/output error (EIO)" in line, line
     assert "check the disk" in line and "--resume" in line
 
@@ -120,7 +112,7 @@ def test_run_settings_that_cannot_be_written(tmp_path, capsys, write_faults):
     out = tmp_path / "run"
     write_faults.fail("run.json.tmp", module=atomic, errno=errno.EACCES, on_open=True)
     assert _simulate(out, steps=10) == 6
-    line = _error_line(capsys.readouterr().err)
+    line = error_line(capsys.readouterr().err)
     assert f"writing the run settings {out / 'run.json'} failed: Permission denied (EACCES)" in line, line
     assert "--resume" not in line and "run the command again" in line
     assert not (out / "run.json").exists() and not (out / "run.json.tmp").exists()
@@ -152,7 +144,7 @@ def test_a_real_disk_that_fills_up_during_a_run(straight, tmp_path, capsys, monk
 
         monkeypatch.setattr(CheckpointReporter, "save", save_then_fill_the_disk)
         assert _simulate(out) == 5
-        line = _error_line(capsys.readouterr().err)
+        line = error_line(capsys.readouterr().err)
         assert "No space left on device (ENOSPC)" in line and str(out) in line, line
         assert "the last good checkpoint (step 0) is kept" in line, line
         assert not [n for n in os.listdir(out) if n.endswith(".tmp")]
@@ -179,7 +171,7 @@ def test_parallel_tempering_file_that_cannot_be_written_resumes_bitwise(tmp_path
     capsys.readouterr()
     write_faults.fail("exchanges.csv", module=atomic, errno=errno.EIO, limit=400)
     assert simulate(args(out)) == 7
-    line = _error_line(capsys.readouterr().err)
+    line = error_line(capsys.readouterr().err)
     assert f"writing {out / 'exchanges.csv'} failed: Input/output error (EIO)" in line, line
     assert "--resume" in line and "is kept" in line
     write_faults._monkeypatch.undo()
@@ -191,81 +183,3 @@ def test_parallel_tempering_file_that_cannot_be_written_resumes_bitwise(tmp_path
     for name in ("exchanges.csv", "walkers.csv"):
         assert (straight / name).read_text() == (out / name).read_text()
     assert not [n for n in os.listdir(out) if n.endswith(".tmp")]
-
-
-def test_finish_makes_any_os_error_one_line_and_says_where_the_run_stands(tmp_path, capsys):
-    """Also an OSError that is not one of ours (a library's, chained under its RuntimeError): its file, reason
-    and status; with a run directory: the last good checkpoint's step, or that the run must start again."""
-    import json
-    import struct
-
-    from flashschnet.openmm.reporters import CHECKPOINT_MAGIC
-    from flashschnet.scripts._cli import finish
-
-    def job(echo):
-        try:
-            raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT), "/data/frames.bin")
-        except OSError as exc:
-            raise RuntimeError("[enforce fail] write failed") from exc
-
-    def line(**kwargs):
-        status = finish("prog", job, str, **kwargs)
-        return status, _error_line(capsys.readouterr().err, "prog")
-
-    status, text = line()
-    assert status == 5 and text.startswith("prog: error: /data/frames.bin: Disk quota exceeded (EDQUOT); free space")
-    assert text.endswith("then run the command again")
-    run = tmp_path / "run"
-    run.mkdir()
-    assert line(run_dir=str(run))[1].endswith("then run the command again")        # nothing there yet
-    (run / "run.json").write_text("{}")
-    assert f"no checkpoint was written yet: then remove {run}" in line(run_dir=str(run))[1]
-    header = json.dumps({"step": 120}).encode()
-    (run / "checkpoint.chk").write_bytes(CHECKPOINT_MAGIC + struct.pack("<Q", len(header)) + header)
-    assert line(run_dir=str(run))[1].endswith("then continue with --resume: the last good checkpoint (step 120) "
-                                              "is kept")
-    with pytest.raises(KeyError):                              # anything else is not turned into a status
-        finish("prog", lambda echo: {}["x"], str)
-
-
-# -- the other commands ------------------------------------------------------------------------------------------
-
-def test_convert_output_that_cannot_be_written(tmp_path, capsys, write_faults):
-    from helpers.real_oracles import S_MODEL
-
-    from flashschnet.scripts.convert import main as convert
-
-    if not S_MODEL.exists():
-        pytest.skip(f"{S_MODEL} not found")
-    out = tmp_path / "s.pt"
-    write_faults.fail("s.pt.tmp", module=atomic, errno=errno.ENOSPC, limit=4096)
-    assert convert([str(S_MODEL), str(out)]) == 5
-    line = _error_line(capsys.readouterr().err, "flashschnet-convert")
-    assert f"writing the model checkpoint {out} failed: No space left on device" in line, line
-    assert "choose another OUTPUT" in line
-    assert os.listdir(tmp_path) == []                          # no partial s.pt, no s.pt.tmp
-
-
-def test_doctor_json_that_cannot_be_written(tmp_path, capsys, monkeypatch, write_faults):
-    import flashschnet.scripts.doctor as doctor
-
-    result = {"verdict": {"exit_status": doctor.EXIT_OK, "line": "the CPU path works"}}
-    monkeypatch.setattr(doctor, "collect", lambda timeout: result)
-    monkeypatch.setattr(doctor, "format_report", lambda r: "report")
-    write_faults.fail("d.json.tmp", module=atomic, errno=errno.EROFS, on_open=True)
-    assert doctor.main(["--json", str(tmp_path / "d.json")]) == 6
-    line = _error_line(capsys.readouterr().err, "flashschnet-doctor")
-    assert "d.json" in line and "Read-only file system (EROFS)" in line and "choose another --json" in line
-    assert os.listdir(tmp_path) == []
-
-
-def test_benchmark_json_that_cannot_be_written(tmp_path, capsys, monkeypatch, write_faults):
-    import flashschnet.scripts.benchmark as benchmark
-    from flashschnet.openmm.benchmark.report import write_json
-
-    monkeypatch.setattr(benchmark, "_benchmark", lambda args, argv, pdb: write_json({"results": []}, args.out) and 0)
-    write_faults.fail("b.json.tmp", module=atomic, errno=errno.ENOSPC, limit=5)
-    assert benchmark.main(["--out", str(tmp_path / "b.json")]) == 5
-    line = _error_line(capsys.readouterr().err, "flashschnet-benchmark")
-    assert f"writing the benchmark report {tmp_path / 'b.json'} failed: No space left on device" in line, line
-    assert os.listdir(tmp_path) == []

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, oracle_path
+from tests.conftest import ROOT, oracle_path
 
 SCRIPT = ROOT / "tools" / "compression_report.py"
 

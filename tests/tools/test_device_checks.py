@@ -1,36 +1,26 @@
 """tools/device_checks.py (the GPU checks tools/device_benchmark.sh runs on a lent device machine), run here in its
 ``--smoke`` mode: the same five stages, each in its own process, at tiny sizes on the CPU (backends reference and
-torch; the OpenMM rows through the TorchForce on the CPU platform, the CUDA-graph rows skipped with the reason).
-Also: the precision check against a prediction (pass, fail, missing), the OpenMM rows' plan
-(flashschnet.openmm.benchmark.device_checks), the exit status, and the TorchForce properties the CUDA-graph rows
-use."""
+torch; the OpenMM rows through the TorchForce on the CPU platform, the CUDA-graph rows skipped with the reason),
+rendered by tools/device_report.py's code as a CPU rehearsal; the exit status on errors and the skips past the
+deadlines. The module's own tests (the precision check, the OpenMM plan: flashschnet.openmm.benchmark.device_checks)
+are tests/openmm/benchmark/test_device_checks.py."""
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
-from conftest import ROOT, SHARED
+from tests.conftest import ROOT, SHARED
+from tests.helpers.benchmark_reports import PREDICTION
 from flashschnet.openmm.benchmark import device_report
-from flashschnet.openmm.benchmark.device_checks import OPENMM_VARIANTS, Stage, openmm_plan, precision_checks
 
 SCRIPT = ROOT / "tools" / "device_checks.py"
 STAGES = ["environment", "compile", "correctness", "timings", "openmm"]
-#: the options of a device run (tools/device_checks.py --device cuda) that the OpenMM plan reads
-FULL_RUN = dict(backends=["reference", "torch", "triton"], kernel_backend="triton", openmm_replicas=[1, 8, 64, 128],
-                reference_replicas=[8, 64])
-#: a generous prediction (the float32 errors on the oracle are ~6e-6 / ~2e-5): the ieee check passes on a CPU
-PREDICTION = {"prediction": {"oracle": "tests/data/oracles/mlcg_schnet_A.pt",
-                             "tf32": {"energy_rel_err_vs_float64": 3e-4, "forces_rel_err_vs_float64": 1e-3},
-                             "ieee": {"energy_rel_err_vs_float64": 1e-5, "forces_rel_err_vs_float64": 3e-5},
-                             "rule": "measured <= 2 x predicted + 1e-6"}}
 
 
 def run_checks(*args: str, timeout: float, rc: int = 0) -> str:
@@ -161,63 +151,6 @@ def test_the_smoke_run_renders_as_a_cpu_rehearsal(smoke):
     assert "| ieee | torch, auto |" in text and "passed (no errors)" in text
 
 
-def test_openmm_plan_order_and_grid():
-    """The device plan: the headline rows first (tf32 TorchForce at R=1 and 64, the reference's at 64 and 8, the
-    CUDA-graph and PythonForce rows at 64, MARTINI, parallel tempering), then every variant x R x force once."""
-    args = argparse.Namespace(**FULL_RUN)
-    plan = openmm_plan(args, torch_ok=True)
-    head = [(r.get("variant"), r.get("backend"), r.get("force"), r.get("replicas"), r["kind"]) for r in plan[:8]]
-    assert head == [("tf32", "triton", "TorchForce", 1, "openmm"), ("tf32", "triton", "TorchForce", 64, "openmm"),
-                    ("exact", "reference", "TorchForce", 64, "openmm"),
-                    ("exact", "reference", "TorchForce", 8, "openmm"),
-                    ("tf32", "triton", "TorchForce+CUDA graph", 64, "openmm"),
-                    ("tf32", "triton", "PythonForce", 64, "openmm"), (None, None, None, None, "martini"),
-                    ("tf32", "triton", "TorchForce", 64, "tempering")]
-    grid = {(r["variant"], r["force"], r["replicas"]) for r in plan
-            if r["kind"] == "openmm" and r["backend"] == "triton"}
-    assert grid == ({(v, f, R) for v in OPENMM_VARIANTS for f in ("TorchForce", "TorchForce+CUDA graph")
-                     for R in (1, 8, 64, 128)} | {("tf32", "PythonForce", R) for R in (1, 64)})
-    assert len(plan) == len({json.dumps(r, sort_keys=True) for r in plan})              # no row twice
-    # without openmm-torch: the same rows as PythonForce (the fallback), the CUDA-graph rows kept (to be skipped)
-    fallback = openmm_plan(args, torch_ok=False)
-    assert fallback[0]["force"] == "PythonForce" and not any(r.get("force") == "TorchForce" for r in fallback)
-
-
-def _stage_with_rows(tmp_path, rows):
-    st = Stage(str(tmp_path / "stage.json"), time.time() + 60)
-    for r in rows:
-        st.add("results", dict(r, status="ok", dtype="float32"))
-    return st
-
-
-def test_precision_check_pass_fail_and_missing(tmp_path):
-    """triton (CUDA): tf32 = the triton row with matmul auto; pass if measured <= 2 x predicted + 1e-6, else an error
-    recorded beside the check's row; no prediction file: a skip with the reason."""
-    rows = [dict(backend="triton", quantize="none", compress="none", matmul=mm, energy_rel_err_vs_oracle=e,
-                 forces_rel_err_vs_oracle=f) for mm, e, f in (("auto", 5e-4, 1e-3), ("ieee", 6e-6, 2e-5))]
-    pred = tmp_path / "tf32-accuracy.json"
-    pred.write_text(json.dumps(PREDICTION))
-    args = argparse.Namespace(prediction=str(pred), kernel_backend="triton")
-    st = _stage_with_rows(tmp_path, rows)
-    precision_checks(args, st)
-    checks = {r["check"]: r for r in st.data["results"] if "check" in r}
-    assert set(checks) == {"tf32", "ieee"}
-    assert checks["tf32"]["passed"] is True and checks["tf32"]["energy_limit"] == pytest.approx(6e-4 + 1e-6)
-    assert checks["ieee"]["passed"] is True and st.data["errors"] == []
-    # a measured tf32 error over the limit: FAIL, and an error (the script's exit status is then 1)
-    st = _stage_with_rows(tmp_path, [dict(rows[0], forces_rel_err_vs_oracle=3e-3), rows[1]])
-    precision_checks(args, st)
-    checks = {r["check"]: r for r in st.data["results"] if "check" in r}
-    assert checks["tf32"]["passed"] is False and checks["ieee"]["passed"] is True
-    (err,) = st.data["errors"]
-    assert err["check"] == "tf32" and err["error"].startswith("FAIL")
-    # no prediction file: a skip, no error
-    st = _stage_with_rows(tmp_path, rows)
-    precision_checks(argparse.Namespace(prediction=str(tmp_path / "absent.json"), kernel_backend="triton"), st)
-    assert not st.data["errors"] and [s["check"] for s in st.data["skips"]] == ["tf32"]
-    assert "does not exist" in st.data["skips"][0]["reason"]
-
-
 def test_errors_make_the_exit_status_nonzero(tmp_path):
     """A stage with an error (here: the structure does not exist) -> exit status 1 and ``passed`` false."""
     out = run_checks("--smoke", "--stages", "compile", "--pdb", str(tmp_path / "absent.pdb"), "--out", str(tmp_path),
@@ -238,27 +171,3 @@ def test_past_deadlines_are_recorded_as_skips(tmp_path):
                                       if s["item"] != "nvidia-smi"), name
     assert len(report["timings"]) == 6 and all(r["status"] == "skipped" for r in report["timings"])
     assert report["openmm"] and all(o["status"] == "skipped" for o in report["openmm"])
-
-
-def test_torch_force_properties():
-    """build_system(torch_properties=CUDA_GRAPH_PROPERTIES) sets openmm-torch's CUDA-graph properties on the
-    TorchForce (the device's TorchForce+CUDA graph rows); the default sets none; a PythonForce refuses them."""
-    import torch
-
-    import flashschnet
-    from flashschnet.errors import InputError
-    from flashschnet.openmm import build_system
-    from flashschnet.openmm.benchmark.defaults import default_model
-    from flashschnet.openmm.force import CUDA_GRAPH_PROPERTIES
-
-    openmmtorch = pytest.importorskip("openmmtorch")
-    mol = flashschnet.map_pdb(str(ROOT / "tests" / "data" / "structures" / "1L2Y_trpcage.pdb"))
-    model = default_model(backend="reference", dtype=torch.float32, device="cpu")
-    graph = build_system(mol, model, replicas=1, priors=None, torch_properties=CUDA_GRAPH_PROPERTIES)
-    plain = build_system(mol, model, replicas=1, priors=None)
-    props = dict(openmmtorch.TorchForce.cast(graph.getForce(0)).getProperties())
-    assert props["useCUDAGraphs"] == "true" and props["CUDAGraphWarmupSteps"] == "3"
-    assert dict(openmmtorch.TorchForce.cast(plain.getForce(0)).getProperties()).get("useCUDAGraphs",
-                                                                                   "false") == "false"
-    with pytest.raises(InputError, match="TorchForce only"):
-        build_system(mol, model, replicas=1, priors=None, network_force="python", torch_properties={"a": "b"})

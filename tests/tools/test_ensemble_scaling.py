@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from conftest import ROOT
+from tests.conftest import ROOT
 
 
 def test_quick_scaling_report(tmp_path):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED
+from tests.conftest import SHARED
 
 ROOT = Path(__file__).resolve().parents[2]
 M3 = SHARED / "martini" / "m3"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from conftest import ROOT
+from tests.conftest import ROOT
 
 PINS = ROOT / "requirements-openmm86.txt"
 MERGE = ROOT / "tools" / "merge_pins.py"

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, oracle_path
+from tests.conftest import ROOT, oracle_path
 from flashschnet.fused import emulation as ta
-from helpers.cfconv_reference import round_tf32 as helper_round_tf32
+from tests.helpers.cfconv_reference import round_tf32 as helper_round_tf32
 
 JSON = ROOT / "docs" / "tf32-accuracy.json"
 PAIR = [0, 3]            # two oracle frames for the quick checks

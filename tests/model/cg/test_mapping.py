@@ -1,15 +1,17 @@
-"""Tests of the PDB -> CG mapping (flashschnet.cg). The CG OpenMM topology and PDB output of mapped structures
+"""flashschnet.cg.mapping: the PDB -> CG mapping (map_pdb, map_pdb_text, map_residues) of real structures and
+hand-made peptides, its one-line errors and its notes. The PDB reader's own rules (flashschnet.cg.pdb):
+tests/model/cg/test_pdb.py; the CG OpenMM topology and PDB output of mapped structures
 (flashschnet.openmm.topology): tests/openmm/test_topology.py."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from conftest import STRUCTURES, oracle_path
+from tests.conftest import STRUCTURES, oracle_path
 from flashschnet.cg import CGMolecule, map_pdb, map_pdb_text
 from flashschnet.cg import residue_data
 from flashschnet.errors import InputError
-from helpers.pdb_text import BB, atom_line, peptide, residue_lines, write_pdb
+from tests.helpers.pdb_text import BB, atom_line, peptide, residue_lines, write_pdb
 
 # file -> (number of residues, waters expected in the notes)
 EXPECTED = {
@@ -432,7 +434,7 @@ def test_ter_cap_and_ion_atom_records(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------
-# One ingestion path: residues in memory, one alternate-location rule, one coordinate rule
+# One ingestion path: residues in memory (the alternate-location and coordinate rules: tests/model/cg/test_pdb.py)
 # ---------------------------------------------------------------------------------------------------
 
 def test_map_residues_maps_in_memory_what_map_pdb_text_maps(monkeypatch):
@@ -459,21 +461,3 @@ def test_map_residues_maps_in_memory_what_map_pdb_text_maps(monkeypatch):
         map_residues([], "empty")
     with pytest.raises(InputError, match="unknown mapping 'martini'"):
         map_residues(parsed.residues, "two.pdb", mapping="martini")
-
-
-@pytest.mark.parametrize("occupancies, kept", [([0.4, 0.6], 1), ([0.5, 0.5], 0), ([0.2, 0.7, 0.7], 1),
-                                                ([float("nan"), 1.0], 0), ([1.0, float("nan"), 2.0], 2), ([1.0], 0)])
-def test_highest_occupancy_then_the_first(occupancies, kept):
-    """The one alternate-location rule (the raw-file reader's and the cleaning step's)."""
-    from flashschnet.cg.pdb import highest_occupancy
-
-    assert highest_occupancy(occupancies) == kept
-
-
-@pytest.mark.parametrize("xyz, fault", [((1.0, -2.0, 9999.999), ""), ((float("nan"), 0.0, 0.0), "non-finite"),
-                                        ((0.0, float("-inf"), 0.0), "non-finite"), ((0.0, 0.0, -1.0e4), "beyond")])
-def test_position_fault(xyz, fault):
-    """The one rule for input coordinates (files, the cleaning step of both force fields, OpenMM-ML positions)."""
-    from flashschnet.cg.pdb import position_fault
-
-    assert position_fault(xyz) == fault

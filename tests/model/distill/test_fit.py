@@ -1,4 +1,6 @@
-"""flashschnet.distill: the inner model's terms, their least-squares fit and their file.
+"""flashschnet.distill.fit: the inner model's least-squares fit on trp-cage (one module fixture, made once), with the
+inner model's terms and its file as the fit uses them. The terms alone (flashschnet.distill.inner) and the file alone
+(flashschnet.distill.io), on hand-made models: tests/model/distill/test_inner.py, test_io.py.
 
 Exact-answer tests: forces made by an inner model with known coefficients are fitted back to those coefficients;
 the sparse design matrix reproduces the autograd forces of the PyTorch reference; perturbed frames enter the fit."""
@@ -8,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet import map_pdb
 from flashschnet.distill import InnerModel, design, fit, force_error, load_inner, save_inner, template_for
 from flashschnet.distill.fit import with_coefficients

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import EXAMPLES, assert_forces_match_finite_differences, oracle_path, rel_error
+from tests.conftest import EXAMPLES, assert_forces_match_finite_differences, oracle_path, rel_error
 from flashschnet import load_model, map_pdb
 from flashschnet.fused import clear_engine_cache
 from flashschnet.fused.nodes import energy_forces_fused

@@ -1,27 +1,25 @@
 """The whole model on the fused Triton kernels (backend="triton"; on CPU under TRITON_INTERPRET=1, set by
 conftest.py): energies and exact forces vs mlcg's oracle, the reference backend and finite differences;
 16-bit products against plain PyTorch doing the same products; a step with no host synchronisation;
-TorchScript and an OpenMM TorchForce calling the custom op; determinism and the device-side Verlet check."""
+determinism and the device-side Verlet check; a compressed model on the table kernels. Which engine runs:
+test_engine.py; the custom op from TorchScript and an OpenMM TorchForce: test_op.py; CUDA graphs: test_graph.py."""
 from __future__ import annotations
 
 import copy
 import logging
 import sys
 
-import numpy as np
 import pytest
 import torch
 
-from conftest import assert_forces_match_finite_differences, oracle_path, rel_error, torchforce_energy_forces
+from tests.conftest import assert_forces_match_finite_differences, oracle_path, rel_error
 from flashschnet import compress, load_model
 from flashschnet.fused import engine as fused_engine
-from flashschnet.fused import op as fused_op
 from flashschnet.fused.nodes import energy_forces_fused
-from flashschnet.fused.engine import engine_names, engine_of_filters, make_engine, running_engine
-from flashschnet.fused.graph import GraphedStep
+from flashschnet.fused.engine import engine_of_filters, running_engine
 from flashschnet.nn.layout import unpack
 from flashschnet.fused.triton_engine import TritonTileEngine
-from helpers.cfconv_reference import matmul
+from tests.helpers.cfconv_reference import matmul
 
 pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
 
@@ -140,86 +138,6 @@ def test_a_step_has_no_host_synchronisation(fixture_a, monkeypatch):
     e_ref, f_ref = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float32,
                               backend="reference").energy_forces(moved, types)
     assert rel_error(f, f_ref) < 1e-4
-
-
-def test_graphed_step_runs_eagerly_on_cpu():
-    """CUDA graphs need CUDA: on a CPU the opt-in wrapper calls the step eagerly every time (the capture
-    itself is exercised only by tools/device_benchmark.sh on a GPU)."""
-    calls = []
-    step = GraphedStep(lambda p, t: (calls.append(1), (p.sum(), p))[1], warmup=1)
-    for _ in range(3):
-        step(torch.zeros(1, 2, 3), torch.zeros(2, dtype=torch.long))
-    assert len(calls) == 3 and step.graph is None and step.captures == 0
-
-
-def test_exact_products_on_cuda_route_to_the_torch_engine(caplog):
-    """float64 or matmul='ieee' on CUDA: the torch engine, with a one-line note (once per case); tensor-core
-    precisions stay on the Triton kernels, and so does every case on a CPU (Triton's interpreter)."""
-    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float32, backend="triton")
-    _, _, filters = unpack(model.network)
-    fused_engine._NOTED.clear()
-    with caplog.at_level(logging.WARNING, logger="flashschnet"):
-        for dtype, matmul_ in ((torch.float64, "auto"), (torch.float64, "auto"), (torch.float32, "ieee")):
-            assert engine_of_filters("triton", "cuda", dtype, matmul_, filters, note=True) == "torch"
-            assert engine_of_filters("triton", "cpu", dtype, matmul_, filters, note=True) == "triton"
-        assert engine_of_filters("triton", "cuda", torch.float32, "auto", filters, note=True) == "triton"
-        assert engine_of_filters("triton", "cuda", torch.float32, "bf16", filters, note=True) == "triton"
-        assert engine_of_filters("torch", "cuda", torch.float32, "bf16", filters, note=True) == "torch"
-    notes = [r.getMessage() for r in caplog.records]
-    assert len(notes) == 2 and all("\n" not in n and "torch engine" in n for n in notes)
-
-
-def test_the_engine_that_runs_is_reported_and_backend_stays_as_asked():
-    """model.backend keeps the user's request; running_engine names the engine a step runs (the same decision
-    the op makes), and the op's cached engine is that engine."""
-    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="triton")
-    assert model.backend == "triton" and model.engine == "triton"     # CPU: Triton's interpreter
-    assert running_engine(model) == "triton"
-    assert running_engine(model, "cuda") == "torch"                   # float64 on a GPU: exact products
-    assert running_engine(model.network.float(), "cuda") == "triton"
-    assert running_engine(load_model(oracle_path("mlcg_schnet_A.pt"), backend="reference"), "cuda") == "reference"
-    fused_op.clear_engine_cache()
-    pos = torch.randn(1, 3, 3, dtype=torch.float32, generator=torch.Generator().manual_seed(0)) * 3.0
-    model.network.energy_forces(pos, torch.tensor([21, 22, 6]))
-    (eng,) = fused_op._ENGINES.values()
-    assert eng.engine_name == "triton" and isinstance(eng, TritonTileEngine)
-    fused_op.clear_engine_cache()
-
-
-def test_engines_come_from_the_registry():
-    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float32, backend="triton")
-    _, basis, filters = unpack(model.network)
-    assert set(engine_names()) >= {"torch", "triton"}
-    assert isinstance(make_engine("triton", basis, filters, 1.0, "bf16"), TritonTileEngine)
-    with pytest.raises(ValueError, match="unknown edge engine 'cuda'"):
-        make_engine("cuda", basis, filters, 1.0)
-
-
-def test_torchscript_and_torchforce_call_the_custom_op(fixture_a):
-    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float64, backend="triton")
-    types = fixture_a["bead_types"]
-    pos = fixture_a["positions_A"][:2]
-    scripted = torch.jit.script(model.network)
-    e, f = scripted.energy_forces(pos, types)
-    assert rel_error(f, fixture_a["forces_kcal_mol_A"][:2]) < 1e-10
-    energy, forces = torchforce_energy_forces(model, pos, types)
-    assert abs(energy - float(fixture_a["energies_kcal_mol"][:2].sum())) < 1e-9
-    assert np.abs(forces - fixture_a["forces_kcal_mol_A"][:2].reshape(-1, 3).numpy()).max() < 1e-9
-
-
-def test_cuda_graph_only_wraps_the_sync_free_engine(caplog):
-    """A CUDA graph is made only around the triton engine (its step never synchronises); the torch backend's
-    engine is left eager with a one-line note."""
-    from flashschnet.fused.torch_engine import TorchPairEngine
-
-    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float32, backend="triton")
-    _, basis, filters = unpack(model.network)
-    fused_op._NOTED.clear()
-    assert fused_op._graphed(TritonTileEngine(basis, filters), False) is None
-    assert isinstance(fused_op._graphed(TritonTileEngine(basis, filters), True), GraphedStep)
-    with caplog.at_level(logging.WARNING, logger="flashschnet"):
-        assert fused_op._graphed(TorchPairEngine(basis, filters), True) is None
-    assert len(caplog.records) == 1 and "cuda_graph is ignored" in caplog.records[0].getMessage()
 
 
 def test_compressed_model_on_the_table_kernels_matches_reference(model64, fixture_a, caplog):

@@ -1,6 +1,7 @@
 """Fused Triton CFConv kernels vs plain-PyTorch references (run on CPU under TRITON_INTERPRET=1): the forward
-aggregation, the backward (feature and position gradients in one kernel), the tile-pair flags, every
-matrix-product precision, finite differences, determinism, poisoned buffers."""
+aggregation, the backward (feature and position gradients in one kernel), every matrix-product precision, finite
+differences, determinism, skin independence, poisoned buffers. The kernels' radial basis: test_filter_mlp.py; the
+tile-pair flag kernel: test_tiles.py."""
 import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")   # before triton / the kernels are imported
@@ -12,15 +13,10 @@ import torch
 
 import triton  # noqa: E402,F401  (a required dependency: it comes with torch)
 
-from flashschnet.fused import workspace  # noqa: E402
 from flashschnet.fused.launches import triton_available  # noqa: E402
-from flashschnet.fused.plans import basis_coeffs  # noqa: E402
-from flashschnet.fused.tile_flags import MAX_FLAG_KERNEL_TILES, update_tiles, update_tiles_torch  # noqa: E402
-from flashschnet.fused.workspace import BLOCK, Workspace  # noqa: E402
-from helpers import standalone_ops as ops  # noqa: E402
-from helpers import cfconv_reference as ref  # noqa: E402
-from helpers.rbf_probe import flash_rbf  # noqa: E402
-from helpers.kernel_cases import blob, chain, close  # noqa: E402
+from tests.helpers import standalone_ops as ops  # noqa: E402
+from tests.helpers import cfconv_reference as ref  # noqa: E402
+from tests.helpers.kernel_cases import DTYPES, basis_params, blob, chain, close  # noqa: E402
 
 assert triton_available(), "Triton kernels cannot run here (no CUDA and TRITON_INTERPRET unset)"
 
@@ -32,19 +28,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim
 @pytest.fixture(autouse=True)
 def poison(poison_buffers):
     """Every output and partial buffer starts as NaN: a missed element fails the comparison."""
-
-
-def basis_params(basis, K, rc, dtype):
-    if basis == "gaussian":
-        offsets = torch.linspace(0.0, rc, K, dtype=torch.float64)
-        coeffs = torch.full((K,), -0.5 / float(offsets[1] - offsets[0]) ** 2, dtype=torch.float64)
-        alpha = 0.0
-    else:
-        start = math.exp(-rc)
-        offsets = torch.linspace(start, 1.0, K, dtype=torch.float64)
-        coeffs = -torch.full((K,), (2.0 / K * (1.0 - start)) ** -2, dtype=torch.float64)
-        alpha = 5.0 / rc
-    return offsets.to(dtype), coeffs.to(dtype), alpha
 
 
 def weights(K, F, dtype, seed=1):
@@ -78,9 +61,6 @@ def setup(name, dtype, dot="auto"):
     lower = 0.5 if name == "chain50_expnormal" else 0.0       # z = exp(alpha (lower - d))
     args = (A1, a1, A2, offsets, coeffs, rc, rc, rc_f, basis, alpha, rbf_env, filt_env, lower, dot)
     return pos, h, gm, args
-
-
-DTYPES = [torch.float32, torch.float64]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
@@ -120,40 +100,6 @@ def test_16bit_products_match_pytorch_at_that_precision(dot):
     for got, ex, em in ((gh, egh, mgh), (gp, egp, mgp)):
         s = float(ex.abs().max())
         assert float((got - ex).abs().max()) / s <= 2 * float((em - ex).abs().max()) / s
-
-
-def test_tile_flags_match_reference_and_cull():
-    """The flag kernel (bounding spheres of 16-bead tiles) equals its plain reference, and far tiles of a
-    long chain are culled."""
-    pos = chain(2, 100, torch.float64, seed=7)
-    for radius in (4.0, 9.0, 30.0):
-        got = ops.tile_flags(pos, radius)
-        assert torch.equal(got, ref.tile_flags_ref(pos, radius, BLOCK)), radius
-    flags = ops.tile_flags(pos, 7.0)
-    T = 7
-    assert flags.shape == (2, T * (T + 1) // 2)
-    assert 0 < int(flags.sum()) < flags.numel()          # some tile pairs culled, the diagonal kept
-    assert all(int(flags[r, I * T - I * (I - 1) // 2]) == 1 for r in range(2) for I in range(T))
-
-
-def test_tile_flags_rebuilt_per_replica_only_past_half_skin():
-    """update_tiles rebuilds a replica's flags (counted on the device) only when one of its beads moved more
-    than half the skin, or is NaN; the other replicas keep theirs."""
-    pos = chain(2, 40, torch.float64)
-    ws = Workspace(2, 40, 4, torch.float64, pos.device)
-    update_tiles(ws, pos, 6.0, 2.0)
-    assert ws.builds.tolist() == [1, 1]
-    moved = pos.clone()
-    moved[0, :, 0] += 0.9                                # < skin/2: no rebuild
-    update_tiles(ws, moved, 6.0, 2.0)
-    assert ws.builds.tolist() == [1, 1]
-    moved[1, 5, 0] += 1.2                                # replica 1 now moved > skin/2
-    update_tiles(ws, moved, 6.0, 2.0)
-    assert ws.builds.tolist() == [1, 2]
-    moved[0, 3, 1] = float("nan")
-    update_tiles(ws, moved, 6.0, 2.0)
-    update_tiles(ws, moved, 6.0, 2.0)
-    assert ws.builds.tolist() == [3, 2]                   # NaN: rebuilt every call, never frozen
 
 
 def test_results_do_not_depend_on_the_skin():
@@ -217,24 +163,6 @@ def test_bwd_vs_finite_differences():
     torch.testing.assert_close(grad[0, idx], fd[0, idx], rtol=1e-6, atol=1e-7 * float(fd.abs().max()))
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
-@pytest.mark.parametrize("basis", ["gaussian", "expnormal"])
-@pytest.mark.parametrize("rbf_env", [True, False], ids=["env", "noenv"])
-@pytest.mark.parametrize("K", [5, 16])
-def test_flash_rbf(dtype, basis, rbf_env, K):
-    rc = 6.0
-    pos = chain(2, 20, dtype).reshape(-1, 3)
-    g = torch.Generator().manual_seed(4)
-    src = torch.randint(0, 40, (45,), generator=g)
-    dst = torch.randint(0, 40, (45,), generator=g)
-    offsets, coeffs, alpha = basis_params(basis, K, rc, dtype)
-    d, e = flash_rbf(pos, src, dst, offsets, coeffs, rc, basis, alpha, rbf_env)
-    dr, er = ref.flash_rbf_ref(pos, src, dst, offsets, coeffs, rc, basis, alpha, rbf_env)
-    assert d.shape == (45,) and e.shape == (45, K) and d.dtype == dtype and e.dtype == dtype
-    close(d, dr, dtype)
-    close(e, er, dtype)
-
-
 def test_custom_ops_registered_with_fake_kernels():
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -257,52 +185,3 @@ def test_bad_inputs_are_rejected():
         ops.cfconv_fwd(pos, h, *args[:-1], "int8")
     with pytest.raises(ValueError, match="float64"):
         ops.cfconv_fwd(pos.double(), h.double(), *args[:-1], "tf32")
-
-
-def test_poison_fills_nan():
-    """The poison_buffers fixture (autouse here) really fills the launchers' buffers with NaN."""
-    out = workspace._empty((3, 2), torch.zeros(1, dtype=torch.float64))
-    assert torch.isnan(out).all()
-
-
-@pytest.mark.parametrize("kind", ["gaussian", "expnormal"])
-@pytest.mark.parametrize("lower", [0.0, 0.5])
-def test_flash_rbf_matches_model_basis_modules(kind, lower):
-    """The launcher convention (basis_coeffs) reproduces the model's own basis modules, float64."""
-    from flashschnet.nn import basis
-
-    rc = 6.0
-    spec = {"cutoff_lower": lower, "cutoff_upper": rc, "kind": "identity"}
-    mod = basis.GaussianBasis(7, spec) if kind == "gaussian" else basis.ExpNormalBasis(7, spec)
-    if kind == "gaussian":
-        centers, widths, alpha = mod.offset, mod.coeff, 0.0
-    else:
-        centers, widths, alpha = mod.means, mod.betas, mod.alpha
-    offsets, coeffs = basis_coeffs(kind, centers, widths)
-    pos = chain(1, 12, torch.float64).reshape(-1, 3)
-    src, dst = torch.arange(0, 11), torch.arange(1, 12)
-    d, e = flash_rbf(pos, src, dst, offsets, coeffs, rc, kind, alpha, False, lower)
-    close(e, mod(d), torch.float64)
-
-
-def test_flags_of_many_tiles_by_torch_ops_equal_the_kernel():
-    """Above MAX_FLAG_KERNEL_TILES the flags are built by PyTorch ops with the same decisions: same flags as the
-    kernel and the reference, the same per-replica staleness (NaN included), the same build counts."""
-    pos = chain(2, 70, torch.float64, step=3.0, seed=9)
-    ws_k = Workspace(2, 70, 4, torch.float64, pos.device)
-    ws_t = Workspace(2, 70, 4, torch.float64, pos.device)
-    moved = pos.clone()
-    moved[1, 4, 2] += 1.3
-    nan = moved.clone()
-    nan[0, 9, 0] = float("nan")
-    for p in (pos, pos + 0.2, moved, nan):
-        update_tiles(ws_k, p, 6.0, 2.0)
-        update_tiles_torch(ws_t, p, 6.0, 2.0)
-        assert torch.equal(ws_k.flags, ws_t.flags)
-        assert torch.equal(ws_k.builds, ws_t.builds)
-    assert ws_t.builds.tolist() == [2, 2]
-    big = chain(1, 16 * (MAX_FLAG_KERNEL_TILES + 2) - 5, torch.float64, seed=3)
-    got = ops.tile_flags(big, 10.0)                     # takes the torch path (more tiles than the kernel's cap)
-    T = MAX_FLAG_KERNEL_TILES + 2
-    assert got.shape == (1, T * (T + 1) // 2) and 0 < int(got.sum()) < got.numel()
-    assert torch.equal(got, ref.tile_flags_ref(big, 10.0, BLOCK))

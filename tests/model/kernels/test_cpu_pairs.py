@@ -9,7 +9,7 @@ import logging
 import pytest
 import torch
 
-from conftest import rel_error
+from tests.conftest import rel_error
 from flashschnet import compress
 from flashschnet.fused.nodes import energy_forces_fused
 from flashschnet.nn.layout import unpack

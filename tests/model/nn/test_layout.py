@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import oracle_path
+from tests.conftest import oracle_path
 from flashschnet import InputError, load_model
 from flashschnet.nn.layout import (FLOAT_FIELDS, INT_FIELDS, LAYOUT_VERSION, FloatField, IntField, pack_scalars,
                                       read_floats, read_ints, unpack_params)

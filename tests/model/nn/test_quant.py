@@ -7,14 +7,14 @@ import math
 import pytest
 import torch
 
-from conftest import (EXAMPLES, FUSED_BACKENDS, assert_forces_match_finite_differences, oracle_path, rel_error,
+from tests.conftest import (EXAMPLES, FUSED_BACKENDS, assert_forces_match_finite_differences, oracle_path, rel_error,
                       torchforce_energy_forces)
 from flashschnet import InputError, load_model, map_pdb, quantize, save_checkpoint
 from flashschnet.fused import clear_engine_cache
 from flashschnet.nn.quant import QDTYPES, QuantLinear, dequantize_weight, quantize_weight
 from flashschnet.transforms import apply_variant
-from helpers import cfconv_reference as ref
-from helpers import standalone_ops as flash
+from tests.helpers import cfconv_reference as ref
+from tests.helpers import standalone_ops as flash
 
 pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
 

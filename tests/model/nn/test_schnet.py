@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import oracle_path, rel_error
+from tests.conftest import oracle_path, rel_error
 from flashschnet import load_model
 from flashschnet.errors import InputError
 from flashschnet.nn.schnet import CGSchNet

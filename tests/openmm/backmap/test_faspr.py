@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES, STRUCTURES
+from tests.conftest import EXAMPLES, STRUCTURES
 from flashschnet.errors import InputError
 from flashschnet.openmm.backmap import faspr
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet.openmm.backmap import BackmapSettings, Rebuilder, build_skeleton, checks
 
 

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet.errors import InputError
 from flashschnet.openmm.backmap import BackmapSettings, Rebuilder, build_skeleton, compare, pulchra
 

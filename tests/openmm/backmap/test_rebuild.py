@@ -1,16 +1,15 @@
-"""flashschnet.openmm.backmap on trp-cage: the native structure mapped to 5 beads and rebuilt (one frame) comes back
-close to the original (backbone <= 0.3 A; all heavy atoms <= 2.0 A RMSD), without clashes, all L, no new cis
-peptide bond, and loads in mdtraj and in amber14; the checks themselves find what they look for; residue
-mismatches with the reference and --frames outside a trajectory are one-line InputErrors."""
+"""flashschnet.openmm.backmap.rebuild on trp-cage: the native structure mapped to 5 beads and rebuilt (one frame)
+comes back close to the original (backbone <= 0.3 A; all heavy atoms <= 2.0 A RMSD), without clashes, all L, no new
+cis peptide bond; on that one rebuild (built once), the files written from it load in mdtraj and in amber14 and a
+failed write leaves the previous ones (:mod:`.output`), and the checks find what they look for on it
+(:mod:`.checks`). The residue checks against the reference: test_skeleton.py; --frames: test_inputs.py."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES
-from flashschnet.errors import InputError
-from flashschnet.openmm.backmap import (BackmapSettings, Rebuilder, build_skeleton, compare, frame_selection,
-                                        write_backmapped)
+from tests.conftest import EXAMPLES
+from flashschnet.openmm.backmap import BackmapSettings, Rebuilder, build_skeleton, compare, write_backmapped
 from flashschnet.openmm.backmap import checks
 
 PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
@@ -104,35 +103,6 @@ def test_checks_find_clashes_d_residues_and_cis_bonds(native):
     assert checks.cis_peptides(xyz, top) == []
     w = checks.omegas(xyz, top)
     assert len(w) == top.getNumResidues() - 1 and all(abs(v) > 150 for v in w.values())
-
-
-def test_residues_must_match_the_reference(native, tmp_path):
-    from flashschnet.openmm import cg_topology
-    from flashschnet.cg import map_pdb
-
-    mol = map_pdb(PDB)
-    other = tmp_path / "other.pdb"
-    text = (EXAMPLES / "1L2Y_trpcage.pdb").read_text().replace("TRP A   6", "PHE A   6")
-    other.write_text(text)
-    with pytest.raises(InputError, match=r"residue 6 is TRP 6, but the reference .* has PHE 6"):
-        build_skeleton(cg_topology(mol), str(other), "beads.pdb")
-    with pytest.raises(InputError, match="no such file"):
-        build_skeleton(cg_topology(mol), str(tmp_path / "none.pdb"), "beads.pdb")
-
-
-@pytest.mark.parametrize("text, n, expect", [
-    (None, 21, range(21)), ("0:3", 21, range(0, 3)), ("::10", 21, range(0, 21, 10)), ("5", 21, range(5, 6)),
-    ("1:", 3, range(1, 3))])
-def test_frame_selection(text, n, expect):
-    assert frame_selection(text, n, "t.dcd") == expect
-
-
-@pytest.mark.parametrize("text, match", [
-    ("500:600", r"has 21 frames \(0 to 20\)"), ("0:22", "has 21 frames"), ("a:b", "START:STOP:STEP"),
-    ("5:2", "selects no frame"), ("0:5:0", "STEP >= 1"), ("1:2:3:4", "START:STOP:STEP"), ("-1:", ">= 0")])
-def test_frame_selection_refuses(text, match):
-    with pytest.raises(InputError, match=match):
-        frame_selection(text, 21, "t.dcd")
 
 
 def test_a_failed_write_leaves_the_previous_files(native, tmp_path, write_faults):

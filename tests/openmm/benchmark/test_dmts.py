@@ -1,6 +1,7 @@
 """The checks of distilled multiple time stepping (flashschnet.openmm.benchmark.dmts, tools/dmts_validate.py):
 Jensen-Shannon divergence exact answers, observables and the overlap report of a real run (the shared tiny run:
-a run against itself overlaps exactly), the kinetic-temperature check against its log, the figure."""
+a run against itself overlaps exactly), the kinetic-temperature check against its log, the figure, and
+docs/sampling.md's DMTS tables as the rendering of their JSON."""
 from __future__ import annotations
 
 import csv
@@ -8,6 +9,7 @@ import csv
 import numpy as np
 import pytest
 
+from tests.conftest import ROOT
 from flashschnet.openmm.benchmark import dmts
 
 
@@ -42,3 +44,18 @@ def test_a_run_compared_with_itself_overlaps_exactly_and_its_temperature_check_r
     png = dmts.overlap_figure({"a": str(tiny_run), "b": str(tiny_run)}, str(tmp_path / "overlap.png"))
     with open(png, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_docs_dmts_table_is_the_rendering_of_its_json():
+    """docs/sampling.md's DMTS tables are :func:`flashschnet.openmm.benchmark.dmts.table` of docs/dmts-trpcage.json
+    and docs/dmts-trpcage-1ns.json (not typed by hand)."""
+    import json
+
+    from flashschnet.openmm.benchmark.dmts import table as dmts_table
+
+    doc = (ROOT / "docs" / "sampling.md").read_text()
+    for name in ("dmts-trpcage.json", "dmts-trpcage-1ns.json"):    # the 1 ns one without reference B
+        report = json.loads((ROOT / "docs" / name).read_text())
+        rendered = dmts_table(report)
+        assert rendered.count("\n") == 2 + len(report["candidates"]), name
+        assert rendered in doc, name

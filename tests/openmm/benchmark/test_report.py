@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import ROOT
+from tests.conftest import ROOT
 from flashschnet.openmm.benchmark.report import compute_ratios, markdown
 
 #: the CPU reports docs/benchmarks.md shows, each as its own table

@@ -30,8 +30,8 @@ from flashschnet.errors import InputError, SimulationInstabilityError
 from flashschnet.openmm.dcd import read_dcd
 from flashschnet.openmm.ensemble import EnsemblePlan, LocalBlocks, block_specs, check_plan, drive
 from flashschnet.openmm.ensemble.cluster import DaskBlocks, WorkersLost
-from helpers.dcd import dcd_parts
-from helpers.ensemble_systems import HarmonicBuilder, _topology
+from tests.helpers.dcd import dcd_parts
+from tests.helpers.ensemble_systems import HarmonicBuilder, _topology
 
 P = 4                  # particles per walker
 STEPS, REPORT = 1500, 50

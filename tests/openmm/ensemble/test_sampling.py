@@ -49,7 +49,7 @@ from flashschnet.openmm.ensemble.driver import EnsemblePlan, LocalBlocks, block_
 from flashschnet.openmm.ensemble.exchange import Exchanger
 from flashschnet.openmm.ladder import parse_temperatures
 from flashschnet.openmm.units import BOLTZMANN_KJ_MOL_K
-from helpers.ensemble_systems import HarmonicBuilder, _topology
+from tests.helpers.ensemble_systems import HarmonicBuilder, _topology
 
 KB = 0.00831446261815324          # kJ/mol/K
 

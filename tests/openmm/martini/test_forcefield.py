@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from conftest import SHARED
+from tests.conftest import SHARED
 from flashschnet.openmm.martini import forcefield
 from flashschnet.openmm.martini.prepare import FORCEFIELD_FILES, check_forcefield_dir
 from flashschnet.scripts.martini import main

@@ -1,6 +1,7 @@
 """flashschnet-martini: PDB -> martinize2 -> insane -> our System -> 20 fs Langevin, through the CLI: a short
-stable run with reporters like flashschnet-simulate, resume, the prepared box, and clear errors for missing
-parameter files and a failed martinize2."""
+stable run with reporters like flashschnet-simulate, resume, a MartiniGo run, and clear errors for missing
+parameter files, unusable structures and bad arguments. The preparation itself (the box, martinize2's failures):
+test_prepare.py."""
 from __future__ import annotations
 
 import csv
@@ -12,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES, SHARED
-from flashschnet.openmm.martini import build_system, read_gro, read_topology
-from flashschnet.openmm.martini.prepare import FORCEFIELD_FILES, prepare_system
+from tests.conftest import EXAMPLES, SHARED
+from flashschnet.openmm.martini import read_topology
+from flashschnet.openmm.martini.prepare import FORCEFIELD_FILES
 from flashschnet.openmm.dcd import read_dcd
 from flashschnet.scripts.martini import main
 
@@ -82,22 +83,6 @@ def test_short_run_is_stable_and_resumes(tmp_path, capsys):
     assert "already holds a run" in capsys.readouterr().err
 
 
-def test_prepared_box_is_neutral_padded_and_reproducible(tmp_path):
-    m3 = _m3()
-    a = prepare_system(PDB, m3, tmp_path / "a", padding_nm=1.5, seed=3)
-    b = prepare_system(PDB, m3, tmp_path / "b", padding_nm=1.5, seed=3)
-    assert Path(a.gro).read_text() == Path(b.gro).read_text()          # insane seeded: same system
-    top = read_topology(a.top, include_dirs=[m3])
-    charge = sum(atom.charge * count for name, count in top.molecules for atom in top.moleculetypes[name].atoms)
-    assert abs(charge) < 1e-6
-    assert dict(top.molecules)["W"] > 0 and dict(top.molecules)["NA"] > 0 and dict(top.molecules)["CL"] > 0
-    pos, box = read_gro(a.gro)
-    protein = pos[:a.n_protein_beads]
-    assert np.allclose(box, box[0]) and (protein.min(axis=0) >= 1.5 - 0.01).all()
-    assert (box - protein.max(axis=0) >= 1.5 - 0.01).all()
-    assert build_system(top, box).getNumParticles() == len(pos)
-
-
 def test_missing_forcefield_files_one_line(tmp_path, capsys):
     ff = tmp_path / "ff"
     ff.mkdir()
@@ -139,41 +124,6 @@ def test_unusable_structures_are_one_line_through_the_entry_point(tmp_path, cont
     line = res.stderr.strip()
     assert line.startswith("flashschnet-martini: error:") and message in line and "bad.pdb" in line
     assert not (tmp_path / "o" / "run.json").exists()      # nothing that looks like a run
-
-
-def test_failed_martinize2_is_one_line(tmp_path):
-    """martinize2's own failure (here: a residue MARTINI 3 does not know, given to prepare_system without the
-    cleaning step) is one InputError line naming the file, the tool and the fix; its log is kept."""
-    from flashschnet.errors import InputError
-
-    pdb = _renamed_trpcage(tmp_path)
-    with pytest.raises(InputError) as err:
-        prepare_system(str(pdb), _m3(), str(tmp_path / "system"), seed=1)
-    msg = str(err.value)
-    assert len(msg.splitlines()) == 1 and "martinize2 failed" in msg and "bad.pdb" in msg and "--ignore XYZ" in msg
-    assert (tmp_path / "system" / "martinize2.log").exists()
-
-
-def test_a_tool_stopped_by_a_full_disk_is_an_output_error(tmp_path):
-    """martinize2 or insane killed by a full disk (here a Python writing to /dev/full, as the tools are Python
-    programs) is the output's error -- exit status 5, naming the file -- not bad input (exit 2)."""
-    import os
-    import sys
-
-    from flashschnet.errors import InputError, OutputError
-    from flashschnet.openmm.martini.prepare import _run
-
-    if not os.path.exists("/dev/full"):
-        pytest.skip("no /dev/full on this system")
-    tool = [sys.executable, "-c", "f = open('/dev/full', 'w'); f.write('x' * 10); f.close()"]
-    with pytest.raises(OutputError) as err:
-        _run(tool, str(tmp_path), "tool.log", "x.pdb: building the MARTINI protein")
-    assert err.value.status == 5 and "No space left on device" in str(err.value)
-    assert len(str(err.value).splitlines()) == 1
-    # a failure that is not an OS error stays the input's
-    with pytest.raises(InputError) as err:
-        _run([sys.executable, "-c", "raise SystemExit('unknown residue')"], str(tmp_path), "tool.log", "x.pdb")
-    assert not isinstance(err.value, OutputError)
 
 
 @pytest.mark.parametrize("args, message", [

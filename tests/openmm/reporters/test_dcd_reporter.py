@@ -16,7 +16,7 @@ import pytest
 from flashschnet.errors import InputError
 from flashschnet.openmm.dcd import read_dcd, truncate_dcd
 from flashschnet.openmm.reporters import ReplicaDCDReporter
-from helpers.dcd import dcd_parts
+from tests.helpers.dcd import dcd_parts
 
 
 def _state(n, seed, box=None):

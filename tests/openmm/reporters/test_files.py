@@ -1,10 +1,9 @@
-"""What plain runs and ensembles share (``flashschnet.openmm.reporters.files``, ``.log``): one checkpoint file
-format, one CSV appender, one log writer, one set of cut-backs to a checkpoint."""
+"""What plain runs and ensembles share (``flashschnet.openmm.reporters.files``): one checkpoint file format, one
+CSV appender, one set of cut-backs to a checkpoint (the log writer they share: test_log.py)."""
 from __future__ import annotations
 
 import errno
 import json
-import math
 import struct
 
 import numpy as np
@@ -14,7 +13,7 @@ import pytest
 import flashschnet.atomic as atomic
 from flashschnet.errors import InputError, OutputError
 from flashschnet.openmm.dcd import DCDWriter, read_dcd
-from flashschnet.openmm.reporters import (CHECKPOINT_MAGIC, CSVFile, ReplicaLog, cut_csv_to_size, cut_trajectories,
+from flashschnet.openmm.reporters import (CHECKPOINT_MAGIC, CSVFile, cut_csv_to_size, cut_trajectories,
                                           read_checkpoint, write_checkpoint)
 
 
@@ -77,28 +76,6 @@ def test_a_failed_csv_write_is_one_error_naming_the_file_and_close_stays_quiet(t
         f.rows([[i, 0] for i in range(20)])
     assert f"writing the exchanges {path} failed" in str(err.value) and "EIO" in str(err.value)
     f.close()                                                    # the failure was reported once: no second error
-
-
-def test_the_ensemble_log_is_the_plain_runs_log_with_a_thermostat_column(tmp_path):
-    """ReplicaLog writes both logs: the same columns and number formats; an ensemble's adds thermostat_K."""
-    plain, tempering = ReplicaLog(str(tmp_path / "a.csv"), 0.004), ReplicaLog(str(tmp_path / "b.csv"), 0.004,
-                                                                               thermostat=True)
-    energies, temps, ladder = np.array([-1.234567890123, 2.0]), np.array([301.23456789, 299.0]), [300.0, 336.3]
-    for log in (plain, tempering):
-        assert math.isnan(log.speed(0))                          # no clock yet
-        log.write(0, 0.0, float("nan"), energies, temps, [0, 1], thermostat=ladder)
-        log.start_clock(0)
-        assert math.isnan(log.speed(0))                          # no step made
-        speed = log.speed(10)
-        assert speed > 0 and math.isfinite(speed)
-        rows = log.write(10, 0.04, speed, energies, temps, [1], thermostat=ladder)   # replica 0 dropped
-        log.close()
-    assert rows == [[10, "0.04", 1, "2", "299", f"{speed:.6g}", "336.3"]]
-    a, b = (tmp_path / "a.csv").read_text().splitlines(), (tmp_path / "b.csv").read_text().splitlines()
-    assert a[0] == "step,time_ps,replica,potential_energy_kJ_mol,temperature_K,ns_per_day"
-    assert b[0] == a[0] + ",thermostat_K"
-    assert a[1] == "0,0,0,-1.23456789,301.235,nan" and b[1] == a[1] + ",300"
-    assert [row.rsplit(",", 2)[0] for row in b[1:]] == [row.rsplit(",", 1)[0] for row in a[1:]]
 
 
 def test_trajectories_are_cut_back_to_the_checkpoint_also_from_an_older_single_count(tmp_path):

@@ -17,7 +17,7 @@ import openmm.unit as u
 import pytest
 import torch
 
-from conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 from flashschnet.errors import InputError
 from flashschnet.openmm.reporters import ReplicaTrajectoryReporter
 

@@ -1,5 +1,5 @@
 """Resume by identity (flashschnet.openmm.runner.resume): input files by content, settings from run.json, every
-disagreement in one line. No simulation here (tests/scripts/test_resume_cli.py runs the commands)."""
+disagreement in one line. No simulation here (tests/scripts/test_simulate.py runs the commands)."""
 from __future__ import annotations
 
 import hashlib

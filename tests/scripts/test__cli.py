@@ -1,0 +1,48 @@
+"""flashschnet.scripts._cli: ``finish``, which turns a command's outcome into its exit status and one line on
+stderr -- here any OS error while writing (also one that is not ours, chained under another exception): its file,
+reason and status 5, 6 or 7, and where a run directory stands (the last good checkpoint's step, or that the run
+must start again). The one error line of a failed command (``error_line``, shared by the other commands' tests of
+that line): tests/helpers/cli_errors.py."""
+from __future__ import annotations
+
+import errno
+import os
+
+import pytest
+
+from tests.helpers.cli_errors import error_line
+
+
+def test_finish_makes_any_os_error_one_line_and_says_where_the_run_stands(tmp_path, capsys):
+    """Also an OSError that is not one of ours (a library's, chained under its RuntimeError): its file, reason
+    and status; with a run directory: the last good checkpoint's step, or that the run must start again."""
+    import json
+    import struct
+
+    from flashschnet.openmm.reporters import CHECKPOINT_MAGIC
+    from flashschnet.scripts._cli import finish
+
+    def job(echo):
+        try:
+            raise OSError(errno.EDQUOT, os.strerror(errno.EDQUOT), "/data/frames.bin")
+        except OSError as exc:
+            raise RuntimeError("[enforce fail] write failed") from exc
+
+    def line(**kwargs):
+        status = finish("prog", job, str, **kwargs)
+        return status, error_line(capsys.readouterr().err, "prog")
+
+    status, text = line()
+    assert status == 5 and text.startswith("prog: error: /data/frames.bin: Disk quota exceeded (EDQUOT); free space")
+    assert text.endswith("then run the command again")
+    run = tmp_path / "run"
+    run.mkdir()
+    assert line(run_dir=str(run))[1].endswith("then run the command again")        # nothing there yet
+    (run / "run.json").write_text("{}")
+    assert f"no checkpoint was written yet: then remove {run}" in line(run_dir=str(run))[1]
+    header = json.dumps({"step": 120}).encode()
+    (run / "checkpoint.chk").write_bytes(CHECKPOINT_MAGIC + struct.pack("<Q", len(header)) + header)
+    assert line(run_dir=str(run))[1].endswith("then continue with --resume: the last good checkpoint (step 120) "
+                                              "is kept")
+    with pytest.raises(KeyError):                              # anything else is not turned into a status
+        finish("prog", lambda echo: {}["x"], str)
