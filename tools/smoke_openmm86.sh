@@ -32,12 +32,16 @@ EOF
 "$venv/bin/python" -m pip check >&2
 smoke=(
   tests/openmm/test_system.py
+  tests/openmm/test_force.py
+  tests/openmm/test_units.py
   tests/openmm/test_energies.py
   tests/openmm/test_dynamics.py
   tests/openmm/test_platforms.py
   tests/openmm/test_doctor.py
+  tests/openmm/test_doctor_explain.py
   tests/scripts/test_doctor.py
   tests/openmm/test_mlpotential.py
+  tests/openmm/test__plugins.py
   tests/scripts/test_simulate.py::test_short_run_reads_back_with_mdtraj
   tests/scripts/test_simulate.py::test_resume_continues_the_trajectory
   tests/scripts/test_simulate.py::test_python_force_run
