@@ -66,3 +66,20 @@ class _Energies:
     def __call__(self, pos_nm):
         x = np.asarray(pos_nm, dtype=np.float64).reshape(self.replicas, self.particles, 3)
         return 0.5 * self.springs * (x * x).sum(axis=(1, 2))
+
+
+#: particles per walker of :func:`ladder_plan`'s runs (test_block.py, test_driver.py)
+PARTICLES_PER_WALKER = 8
+
+
+def ladder_plan(out, steps, **kw):
+    """A checked 4-walker tempering plan (300-450 K, 2 blocks, an exchange every 10 steps, a frame every 50 and a
+    checkpoint every 100), with ``kw`` replacing any of its fields."""
+    from flashschnet.openmm.ensemble import EnsemblePlan, check_plan
+
+    args = dict(out=str(out), steps=steps, temperatures_K=[300.0, 340.0, 390.0, 450.0], exchange_interval=10,
+                report_interval=50, checkpoint_interval=100, dt_fs=4.0, friction_per_ps=2.0, seed=17, blocks=2)
+    args.update(kw)
+    p = EnsemblePlan(**args)
+    check_plan(p)
+    return p

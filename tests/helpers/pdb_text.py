@@ -39,3 +39,20 @@ def write_pdb(tmp_path, lines, name="bad.pdb"):
     p = tmp_path / name
     p.write_text("\n".join(lines) + "\nEND\n")
     return p
+
+
+def write_lines(tmp_path, lines, name="edited.pdb"):
+    """``lines`` written as a file in ``tmp_path`` (no END record added); its path."""
+    p = tmp_path / name
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def atoms_of(text, resseq=None):
+    """{(resname, resseq, atom name): (x, y, z)} of the ATOM/HETATM records of PDB text."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith(("ATOM", "HETATM")) and (resseq is None or int(line[22:26]) == resseq):
+            out[(line[17:20].strip(), int(line[22:26]), line[12:16].strip())] = tuple(
+                float(line[a:a + 8]) for a in (30, 38, 46))
+    return out

@@ -16,6 +16,7 @@ from flashschnet.cg import map_pdb, map_pdb_text
 from flashschnet.cg.pdb import parse_pdb
 from flashschnet.errors import InputError
 from flashschnet.openmm.cleaning import CleanedStructure, clean_pdb
+from tests.helpers.pdb_text import atoms_of, write_lines
 
 STRUCTURES = Path(__file__).resolve().parents[1] / "data" / "structures"
 TRPCAGE = STRUCTURES / "1L2Y_trpcage.pdb"
@@ -23,22 +24,6 @@ TRPCAGE = STRUCTURES / "1L2Y_trpcage.pdb"
 
 def _lines():
     return TRPCAGE.read_text().splitlines()
-
-
-def _write(tmp_path, lines, name="edited.pdb"):
-    p = tmp_path / name
-    p.write_text("\n".join(lines) + "\n")
-    return p
-
-
-def _atoms(text, resseq=None):
-    """{(resname, resseq, atom name): (x, y, z)} of the ATOM/HETATM records of PDB text."""
-    out = {}
-    for line in text.splitlines():
-        if line.startswith(("ATOM", "HETATM")) and (resseq is None or int(line[22:26]) == resseq):
-            out[(line[17:20].strip(), int(line[22:26]), line[12:16].strip())] = tuple(
-                float(line[a:a + 8]) for a in (30, 38, 46))
-    return out
 
 
 def _same_molecule(a, b):
@@ -98,10 +83,10 @@ def test_alternate_locations_keep_the_highest_occupancy_then_the_first(tmp_path)
             out.append(f"{line[:16]}B{line[17:30]}{x + 2.0:8.3f}{line[38:54]}{second:6.2f}{line[60:]}")
         else:
             out.append(line)
-    path = _write(tmp_path, out)
+    path = write_lines(tmp_path, out)
     cleaned = clean_pdb(str(path))
-    ref = _atoms(TRPCAGE.read_text(), 8)
-    got = _atoms(cleaned.text, 8)
+    ref = atoms_of(TRPCAGE.read_text(), 8)
+    got = atoms_of(cleaned.text, 8)
     assert got[("LYS", 8, "CB")][0] == pytest.approx(ref[("LYS", 8, "CB")][0] + 2.0, abs=1e-9)   # 0.60 wins
     assert got[("LYS", 8, "CG")][0] == pytest.approx(ref[("LYS", 8, "CG")][0] + 1.0, abs=1e-9)   # tie: first
     assert sum(1 for line in cleaned.text.splitlines()
@@ -127,25 +112,25 @@ def test_two_residue_types_at_one_position_keep_the_more_occupied(tmp_path):
     ala = [f"{l[:16]}BALA{l[20:30]}{float(l[30:38]) + 0.5:8.3f}{l[38:54]}{0.70:6.2f}{l[60:]}"
            for l in lys if l[12:16].strip() in ("N", "CA", "C", "O", "CB")]
     i = out.index(lys[-1]) + 1
-    path = _write(tmp_path, out[:i] + ala + out[i:])
+    path = write_lines(tmp_path, out[:i] + ala + out[i:])
     cleaned = clean_pdb(str(path))
-    got = _atoms(cleaned.text, 8)
-    ref = _atoms(TRPCAGE.read_text(), 8)
+    got = atoms_of(cleaned.text, 8)
+    ref = atoms_of(TRPCAGE.read_text(), 8)
     assert set(got) == {("ALA", 8, a) for a in ("N", "CA", "C", "O", "CB")}
     assert got[("ALA", 8, "CA")][0] == pytest.approx(ref[("LYS", 8, "CA")][0] + 0.5, abs=1e-9)
     assert any("ALA 8 (chain A; also LYS)" in n for n in cleaned.notes), cleaned.notes
     # ties go to the first type in the file
     tie = [f"{l[:54]}{0.50:6.2f}{l[60:]}" if l.startswith("ATOM") and int(l[22:26]) == 8 else l
            for l in out[:i] + ala + out[i:]]
-    assert {k[0] for k in _atoms(clean_pdb(str(_write(tmp_path, tie))).text, 8)} == {"LYS"}
+    assert {k[0] for k in atoms_of(clean_pdb(str(write_lines(tmp_path, tie))).text, 8)} == {"LYS"}
 
 
 def test_several_models_use_the_first(tmp_path):
     atoms = [l for l in _lines() if l.startswith(("ATOM", "TER"))]
     moved = [f"{l[:30]}{float(l[30:38]) + 5.0:8.3f}{l[38:]}" if l.startswith("ATOM") else l for l in atoms]
-    path = _write(tmp_path, ["MODEL        1", *atoms, "ENDMDL", "MODEL        2", *moved, "ENDMDL", "END"])
+    path = write_lines(tmp_path, ["MODEL        1", *atoms, "ENDMDL", "MODEL        2", *moved, "ENDMDL", "END"])
     cleaned = clean_pdb(str(path))
-    assert _atoms(cleaned.text)[("ASN", 1, "CA")] == _atoms(TRPCAGE.read_text())[("ASN", 1, "CA")]
+    assert atoms_of(cleaned.text)[("ASN", 1, "CA")] == atoms_of(TRPCAGE.read_text())[("ASN", 1, "CA")]
     assert "MODEL" not in cleaned.text
     assert any("2 models found; using the first" in n for n in cleaned.notes)
     assert not [n for n in _in_memory_is_the_text(cleaned).notes if "models" in n]     # said once, by cleaning
@@ -156,16 +141,16 @@ def test_missing_side_chain_atoms_are_rebuilt(tmp_path):
     complete side chain."""
     lines = [l for l in _lines() if not (l.startswith("ATOM") and int(l[22:26]) == 8
                                          and l[12:16].strip() in ("CB", "CG", "CD", "CE", "NZ"))]
-    path = _write(tmp_path, lines)
+    path = write_lines(tmp_path, lines)
     with pytest.raises(InputError, match="LYS 8"):
         map_pdb(path)
     cleaned = clean_pdb(str(path))
-    got = _atoms(cleaned.text, 8)
+    got = atoms_of(cleaned.text, 8)
     assert {"CB", "CG", "CD", "CE", "NZ"} <= {k[2] for k in got}
     assert any("placed the missing CB of 1 residues by ideal geometry" in n and "LYS 8 (chain A)" in n
                for n in cleaned.notes)
     assert any("rebuilt missing heavy atoms" in n and "LYS 8 (chain A): CG CD CE NZ" in n for n in cleaned.notes)
-    ref = _atoms(TRPCAGE.read_text(), 8)
+    ref = atoms_of(TRPCAGE.read_text(), 8)
     # the CB (the CG model's CB bead) is the ideal one: within 0.25 A of the deposited CB, on the L side
     n, ca, c, cb = (np.array(got[("LYS", 8, a)]) for a in ("N", "CA", "C", "CB"))
     assert np.linalg.norm(cb - np.array(ref[("LYS", 8, "CB")])) < 0.25
@@ -184,7 +169,7 @@ def test_the_ideal_cb_matches_deposited_structures(name):
 
     text = (STRUCTURES / f"{name}.pdb").read_text()
     residues = {}
-    for (resname, resseq, atom), xyz in _atoms(text).items():
+    for (resname, resseq, atom), xyz in atoms_of(text).items():
         residues.setdefault((resname, resseq), {})[atom] = np.array(xyz)
     d = [np.linalg.norm(ideal_cb(r["N"], r["CA"], r["C"]) - r["CB"]) for (name3, _), r in residues.items()
          if name3 != "GLY" and {"N", "CA", "C", "CB"} <= set(r)]
@@ -203,9 +188,9 @@ def test_modified_residues_caps_and_heterogens(tmp_path):
     mse = [rec(n, " N  "), rec(ca, " CA "), rec(c, " C  "), rec(o, " O  "), rec(cb, " CB ")]
     water = "HETATM  999  O   HOH A 101       0.000   0.000  10.000  1.00  0.00           O  "
     ion = "HETATM 1000 NA    NA A 102       5.000   0.000  10.000  1.00  0.00          NA  "
-    path = _write(tmp_path, [*mse, *[l for l in atoms if int(l[22:26]) != 1], "TER", water, ion, "END"])
+    path = write_lines(tmp_path, [*mse, *[l for l in atoms if int(l[22:26]) != 1], "TER", water, ion, "END"])
     cleaned = clean_pdb(str(path))
-    got = _atoms(cleaned.text, 1)
+    got = atoms_of(cleaned.text, 1)
     assert {k[0] for k in got} == {"MET"} and {"CG", "SD", "CE"} <= {k[2] for k in got}
     assert any("modified residues replaced" in n and "MSE 1 (chain A) -> MET" in n for n in cleaned.notes)
     assert any("HOH x1" in n and "NA x1" in n for n in cleaned.notes)
@@ -226,7 +211,7 @@ def test_insertion_codes_and_chain_ids_are_kept(tmp_path):
     # residues 5 and 5A: renumber residue 6 to 5 with insertion code A
     lines = [f"{l[:22]}{5:4d}A{l[27:]}" if l.startswith("ATOM") and int(l[22:26]) == 6 else
              (f"{l[:26]} {l[27:]}" if l.startswith("ATOM") else l) for l in lines]
-    cleaned = clean_pdb(str(_write(tmp_path, lines)))
+    cleaned = clean_pdb(str(write_lines(tmp_path, lines)))
     keys = {(l[21], l[22:27]) for l in cleaned.text.splitlines() if l.startswith("ATOM")}
     assert ("B", "   5A") in keys and ("B", "   5 ") in keys
     mol = _in_memory_is_the_text(cleaned)
@@ -251,7 +236,7 @@ def test_the_residues_in_memory_follow_the_pdb_writer(tmp_path):
             r = int(line[22:26])
             atoms.append(f"{line[:21]} {h36(9990 + r)}{line[26:30]}{float(line[30:38]) - 1200.0:8.2f}{line[38:]}")
     split = next(i for i, l in enumerate(atoms) if l[22:26] == h36(10001))
-    cleaned = clean_pdb(str(_write(tmp_path, [*atoms[:split], "TER", *atoms[split:], "END"])))
+    cleaned = clean_pdb(str(write_lines(tmp_path, [*atoms[:split], "TER", *atoms[split:], "END"])))
     assert "-1208.90" in cleaned.text                                   # ASN 1's N: -1208.904 written as 8 characters
     mol = _in_memory_is_the_text(cleaned)
     assert [r.resseq for r in mol.residues] == [*range(9991, 10000), 10, *range(1, 11)]
@@ -285,7 +270,7 @@ def test_non_finite_or_absurd_coordinates_are_one_line_naming_line_atom_and_resi
     lines = _lines()
     i = next(k for k, l in enumerate(lines) if l.startswith("ATOM") and l[12:16].strip() == "CA")
     lines[i] = lines[i][:38] + value + lines[i][46:]
-    p = _write(tmp_path, lines)
+    p = write_lines(tmp_path, lines)
     with pytest.raises(InputError) as err:
         clean_pdb(str(p))
     msg = str(err.value)

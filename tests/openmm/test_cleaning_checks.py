@@ -9,24 +9,9 @@ from pathlib import Path
 import pytest
 
 from flashschnet.openmm.cleaning import clean_pdb
+from tests.helpers.pdb_text import atoms_of, write_lines
 
 STRUCTURES = Path(__file__).resolve().parents[1] / "data" / "structures"
-
-
-def _write(tmp_path, lines, name="edited.pdb"):
-    p = tmp_path / name
-    p.write_text("\n".join(lines) + "\n")
-    return p
-
-
-def _atoms(text, resseq=None):
-    """{(resname, resseq, atom name): (x, y, z)} of the ATOM/HETATM records of PDB text."""
-    out = {}
-    for line in text.splitlines():
-        if line.startswith(("ATOM", "HETATM")) and (resseq is None or int(line[22:26]) == resseq):
-            out[(line[17:20].strip(), int(line[22:26]), line[12:16].strip())] = tuple(
-                float(line[a:a + 8]) for a in (30, 38, 46))
-    return out
 
 
 def test_force_field_residue_names_are_standardised(tmp_path):
@@ -35,9 +20,9 @@ def test_force_field_residue_names_are_standardised(tmp_path):
     rename = {15: "HSD", 6: "CYX", 127: "CYX"}
     lines = [f"{l[:17]}{rename[int(l[22:26])]:>3s}{l[20:]}" if l.startswith("ATOM") and int(l[22:26]) in rename
              else l for l in path.read_text().splitlines()]
-    edited = _write(tmp_path, lines)
+    edited = write_lines(tmp_path, lines)
     cleaned = clean_pdb(str(edited))
-    assert {k[0] for k in _atoms(cleaned.text, 15)} == {"HIS"} and {k[0] for k in _atoms(cleaned.text, 6)} == {"CYS"}
+    assert {k[0] for k in atoms_of(cleaned.text, 15)} == {"HIS"} and {k[0] for k in atoms_of(cleaned.text, 6)} == {"CYS"}
     assert any("residue names standardised" in n and "CYX->CYS x2" in n and "HSD->HIS x1" in n
                for n in cleaned.notes)
     assert cleaned.text.splitlines()[1:] == clean_pdb(str(path)).text.splitlines()[1:]
@@ -88,7 +73,7 @@ def _edit_bpti(tmp_path, move_sg_of=None, cyx=(), ssbond=True, ssbond_symmetry=N
             if resseq in cyx:
                 line = line[:17] + "CYX" + line[20:]
         out.append(line)
-    return _write(tmp_path, out)
+    return write_lines(tmp_path, out)
 
 
 def test_an_ssbond_pair_moved_apart_is_named(tmp_path):

@@ -5,26 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import openmm
-import openmm.unit as u
 import pytest
 import torch
 
 from tests.conftest import CPU_BACKENDS, EXAMPLES, oracle_path, platforms
 from flashschnet import load_model, map_pdb
 from flashschnet.openmm.force import OpenMMNetwork, make_network_force, network_module
-
-KJ = u.kilojoule_per_mole
-KJ_NM = u.kilojoule_per_mole / u.nanometer
-
-
-def _context(system, platform):
-    return openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName(platform))
-
-
-def _energy_forces(ctx, groups=-1):
-    st = ctx.getState(getEnergy=True, getForces=True, groups=groups)
-    return st.getPotentialEnergy().value_in_unit(KJ), st.getForces(asNumpy=True).value_in_unit(KJ_NM)
-
+from tests.helpers.openmm_state import energy_forces, verlet_context
 
 @pytest.mark.parametrize("platform", platforms())
 @pytest.mark.parametrize("replicas", [1, 3])
@@ -39,9 +26,9 @@ def test_torchforce_equals_model(fixture_a, platform, replicas, backend):
     for _ in range(replicas * len(types)):
         system.addParticle(12.0)
     system.addForce(make_network_force("torch", model, types, replicas))
-    ctx = _context(system, platform)
+    ctx = verlet_context(system, platform)
     ctx.setPositions((pos.reshape(-1, 3) * 0.1).numpy())
-    e, f = _energy_forces(ctx)
+    e, f = energy_forces(ctx)
     # Reference keeps double precision end to end; the CPU platform accumulates forces in single precision
     tol = 1e-10 if platform == "Reference" else 1e-5
     assert abs(e / 4.184 - float(e_ref.sum())) <= tol * abs(float(e_ref.sum()))
@@ -58,9 +45,9 @@ def test_torchforce_float32_network(fixture_a, platform):
     for _ in range(2 * len(types)):
         system.addParticle(12.0)
     system.addForce(make_network_force("torch", model, types, 2))
-    ctx = _context(system, platform)
+    ctx = verlet_context(system, platform)
     ctx.setPositions((pos.reshape(-1, 3) * 0.1).numpy())
-    e, f = _energy_forces(ctx)
+    e, f = energy_forces(ctx)
     want_e = float(fixture_a["energies_kcal_mol"][:2].sum()) * 4.184
     want_f = (fixture_a["forces_kcal_mol_A"][:2].reshape(-1, 3) * 41.84).numpy()
     assert abs(e - want_e) <= 1e-5 * abs(want_e)

@@ -18,19 +18,7 @@ from flashschnet.openmm.force import network_module
 from flashschnet.openmm.system import (NETWORK_GROUP, PRIOR_GROUP, build_system,
                                        replica_positions_nm)
 from flashschnet.priors import PriorSet, prior_energy_forces
-
-KJ = u.kilojoule_per_mole
-KJ_NM = u.kilojoule_per_mole / u.nanometer
-
-
-def _context(system, platform):
-    return openmm.Context(system, openmm.VerletIntegrator(0.001), openmm.Platform.getPlatformByName(platform))
-
-
-def _energy_forces(ctx, groups=-1):
-    st = ctx.getState(getEnergy=True, getForces=True, groups=groups)
-    return st.getPotentialEnergy().value_in_unit(KJ), st.getForces(asNumpy=True).value_in_unit(KJ_NM)
-
+from tests.helpers.openmm_state import energy_forces, verlet_context
 
 @pytest.mark.parametrize("platform", platforms())
 def test_separate_contexts_share_one_model(fixture_a, platform):
@@ -42,9 +30,9 @@ def test_separate_contexts_share_one_model(fixture_a, platform):
     e_ref, f_ref = model.energy_forces(fixture_a["positions_A"][:3], fixture_a["bead_types"])
     tol = 1e-10 if platform == "Reference" else 1e-5
     for r, system in enumerate(systems):
-        ctx = _context(system, platform)
+        ctx = verlet_context(system, platform)
         ctx.setPositions((fixture_a["positions_A"][r] * 0.1).numpy())
-        e, f = _energy_forces(ctx)
+        e, f = energy_forces(ctx)
         assert abs(e / 4.184 - float(e_ref[r])) <= tol * abs(float(e_ref[r]))
         assert np.abs(f / 41.84 - f_ref[r].numpy()).max() <= tol * float(f_ref[r].abs().max())
 
@@ -78,12 +66,12 @@ def test_system_with_priors_matches_model_plus_priors(fixture_a, platform):
     system = build_system(mol, model, replicas=R, priors=priors)
     assert system.getNumParticles() == R * 49
     assert system.getParticleMass(50).value_in_unit(u.dalton) == pytest.approx(float(fixture_a["masses"][1] * 418.4))
-    ctx = _context(system, platform)
+    ctx = verlet_context(system, platform)
     pos = fixture_a["positions_A"][:R]
     ctx.setPositions(replica_positions_nm(mol, R, pos.numpy()))
     tol = 1e-9 if platform == "Reference" else 1e-5
-    e_net, f_net = _energy_forces(ctx, {NETWORK_GROUP})
-    e_pri, f_pri = _energy_forces(ctx, {PRIOR_GROUP})
+    e_net, f_net = energy_forces(ctx, {NETWORK_GROUP})
+    e_pri, f_pri = energy_forces(ctx, {PRIOR_GROUP})
     e_ref, f_ref = model.energy_forces(pos, fixture_a["bead_types"])
     assert abs(e_net / 4.184 - float(e_ref.sum())) <= tol * abs(float(e_ref.sum()))
     want_pe = float(prior_oracle["energies_kcal_mol"][:R].sum())
@@ -91,7 +79,7 @@ def test_system_with_priors_matches_model_plus_priors(fixture_a, platform):
     want_pf = prior_oracle["forces_kcal_mol_A"][:R].reshape(-1, 3).numpy()
     assert np.abs(f_pri / 41.84 - want_pf).max() <= tol * np.abs(want_pf).max()
     # and the total is the sum
-    e_all, f_all = _energy_forces(ctx)
+    e_all, f_all = energy_forces(ctx)
     assert e_all == pytest.approx(e_net + e_pri, rel=1e-12)
     assert np.allclose(f_all, f_net + f_pri, rtol=0, atol=1e-6 * np.abs(f_all).max())
 
@@ -105,13 +93,13 @@ def test_system_xml_round_trip(fixture_a):
     system = build_system(mol, model, replicas=2, priors=None)
     clone = openmm.XmlSerializer.deserialize(openmm.XmlSerializer.serialize(system))
     pos = replica_positions_nm(mol, 2, fixture_a["positions_A"][:2].numpy())
-    e1, f1 = _energy_forces(_ctx_at(system, pos))
-    e2, f2 = _energy_forces(_ctx_at(clone, pos))
+    e1, f1 = energy_forces(_ctx_at(system, pos))
+    e2, f2 = energy_forces(_ctx_at(clone, pos))
     assert e1 == e2 and np.array_equal(f1, f2)
 
 
 def _ctx_at(system, pos):
-    ctx = _context(system, "Reference")
+    ctx = verlet_context(system, "Reference")
     ctx.setPositions(pos)
     return ctx
 
@@ -123,7 +111,7 @@ def test_placeholder_model_on_trpcage():
     system = build_system(mol, model, replicas=2)
     assert system.getNumForces() >= 2
     ctx = _ctx_at(system, replica_positions_nm(mol, 2))
-    e, f = _energy_forces(ctx)
+    e, f = energy_forces(ctx)
     e_net, f_net = model.energy_forces(torch.as_tensor(mol.positions)[None].repeat(2, 1, 1),
                                        torch.as_tensor(mol.bead_types))
     e_pri, f_pri = prior_energy_forces(model.priors, torch.as_tensor(mol.positions)[None].repeat(2, 1, 1))
@@ -156,9 +144,9 @@ def test_python_force_equals_torch_force(fixture_a, platform):
     out = []
     for kind in ("torch", "python"):
         system = build_system(mol, model, replicas=2, priors=None, network_force=kind)
-        ctx = _context(system, platform)
+        ctx = verlet_context(system, platform)
         ctx.setPositions(pos)
-        out.append(_energy_forces(ctx))
+        out.append(energy_forces(ctx))
     tol = 1e-12 if platform == "Reference" else 1e-5
     assert out[1][0] == pytest.approx(out[0][0], rel=tol)
     assert np.abs(out[1][1] - out[0][1]).max() <= tol * np.abs(out[0][1]).max()
@@ -173,9 +161,9 @@ def test_the_default_system_runs_float32_filter_tables_and_none_opts_out():
     model = load_model(EXAMPLES / "trpcage_trained.pt")
     out = {}
     for compress in ("auto", "none"):
-        ctx = _context(build_system(mol, model, replicas=1, compress=compress), "Reference")
+        ctx = verlet_context(build_system(mol, model, replicas=1, compress=compress), "Reference")
         ctx.setPositions(replica_positions_nm(mol, 1))
-        out[compress] = _energy_forces(ctx, groups={NETWORK_GROUP})[1]
+        out[compress] = energy_forces(ctx, groups={NETWORK_GROUP})[1]
     assert model.config.get("compression") is None
     exact64 = load_model(EXAMPLES / "trpcage_trained.pt", dtype=torch.float64)
     _, f64 = exact64.energy_forces(torch.as_tensor(mol.positions, dtype=torch.float64)[None],

@@ -9,25 +9,16 @@ import numpy as np
 import openmm.unit as u
 import pytest
 
-from flashschnet.openmm.ensemble import EnsemblePlan, block_specs, check_plan
+from flashschnet.openmm.ensemble import block_specs
 from flashschnet.openmm.ensemble.block import WalkerBlock
 from flashschnet.openmm.integrators import particle_temperatures
-from tests.helpers.ensemble_systems import HarmonicBuilder
+from tests.helpers.ensemble_systems import HarmonicBuilder, ladder_plan, PARTICLES_PER_WALKER
 
-P = 8          # particles per walker
-
-
-def _plan(out, steps, **kw):
-    args = dict(out=str(out), steps=steps, temperatures_K=[300.0, 340.0, 390.0, 450.0], exchange_interval=10,
-                report_interval=50, checkpoint_interval=100, dt_fs=4.0, friction_per_ps=2.0, seed=17, blocks=2)
-    args.update(kw)
-    p = EnsemblePlan(**args)
-    check_plan(p)
-    return p
+P = PARTICLES_PER_WALKER
 
 
 def test_set_temperatures_rescales_velocities_and_sets_each_particles_kT(tmp_path):
-    spec = block_specs(_plan(tmp_path, 10))[0]
+    spec = block_specs(ladder_plan(tmp_path, 10))[0]
     os.makedirs(tmp_path, exist_ok=True)
     block = WalkerBlock(HarmonicBuilder(particles=P), spec)
     block.start()

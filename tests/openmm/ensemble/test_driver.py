@@ -14,19 +14,10 @@ import pytest
 
 from flashschnet.errors import InputError, SimulationInstabilityError
 from flashschnet.openmm.dcd import read_dcd
-from flashschnet.openmm.ensemble import EnsemblePlan, LocalBlocks, block_specs, check_plan, drive
-from tests.helpers.ensemble_systems import HarmonicBuilder, _topology
+from flashschnet.openmm.ensemble import LocalBlocks, block_specs, drive
+from tests.helpers.ensemble_systems import _topology, HarmonicBuilder, ladder_plan, PARTICLES_PER_WALKER
 
-P = 8          # particles per walker
-
-
-def _plan(out, steps, **kw):
-    args = dict(out=str(out), steps=steps, temperatures_K=[300.0, 340.0, 390.0, 450.0], exchange_interval=10,
-                report_interval=50, checkpoint_interval=100, dt_fs=4.0, friction_per_ps=2.0, seed=17, blocks=2)
-    args.update(kw)
-    p = EnsemblePlan(**args)
-    check_plan(p)
-    return p
+P = PARTICLES_PER_WALKER
 
 
 def _run(plan, builder=None, resume=False, **kw):
@@ -61,11 +52,11 @@ def test_resume_and_split_runs_repeat_the_uninterrupted_run_bitwise(tmp_path):
     """200 steps straight vs 120 steps (a run ending between exchanges and off the checkpoint schedule) then
     --resume to 200: trajectories (per walker and per temperature), exchanges, walkers.csv and log rows agree."""
     straight, split = tmp_path / "a", tmp_path / "b"
-    r = _run(_plan(straight, 200))
+    r = _run(ladder_plan(straight, 200))
     assert r.steps_done == 200 and len(r.acceptance) == 3 and r.rung_frames == [5] * 4      # steps 0, 50, ..., 200
-    _run(_plan(split, 125))
+    _run(ladder_plan(split, 125))
     assert sorted(os.listdir(split / "blocks")) == ["block_000.s125.chk", "block_001.s125.chk"]
-    _run(_plan(split, 200), resume=True)
+    _run(ladder_plan(split, 200), resume=True)
     _assert_same(straight, split)
 
 
@@ -76,7 +67,7 @@ def test_a_lost_block_rolls_every_block_back_to_the_checkpoint_and_the_run_repea
     from flashschnet.openmm.ensemble.driver import BlocksLost
 
     straight, lost = tmp_path / "a", tmp_path / "b"
-    _run(_plan(straight, 200))
+    _run(ladder_plan(straight, 200))
 
     class Losing(LocalBlocks):
         fired = False
@@ -88,7 +79,7 @@ def test_a_lost_block_rolls_every_block_back_to_the_checkpoint_and_the_run_repea
                 raise BlocksLost([1], "test")               # ... but one of them is reported lost
             return super().call(method, args)
 
-    plan = _plan(lost, 200)
+    plan = ladder_plan(lost, 200)
     os.makedirs(lost)
     specs = block_specs(plan)
     blocks = Losing(HarmonicBuilder(particles=P), specs)
@@ -104,7 +95,7 @@ def test_a_walker_that_blows_up_is_dropped_and_the_ladder_goes_on_without_it(tmp
     """Walker 1 sits on an inverted well (HarmonicBuilder.unstable_replica) and exceeds --max-force; with
     --on-blowup drop it is frozen, named in dropped.json, its pairs are not tried again, its rung's file stops,
     the others go on; a resumed run keeps it dropped."""
-    plan = _plan(tmp_path / "d", 200, on_blowup="drop", max_force=2.0e3, blocks=1)
+    plan = ladder_plan(tmp_path / "d", 200, on_blowup="drop", max_force=2.0e3, blocks=1)
     messages = []
     r = _run(plan, HarmonicBuilder(particles=P, k=1000.0, unstable_replica=1), echo=messages.append)
     assert r.dropped == [1]
@@ -117,13 +108,13 @@ def test_a_walker_that_blows_up_is_dropped_and_the_ladder_goes_on_without_it(tmp
     assert after and all("1" not in (row["walker_lo"], row["walker_hi"]) for row in after)
     frames = [len(read_dcd(str(tmp_path / "d" / f"replica_{w:03d}.dcd"))) for w in range(4)]
     assert frames[1] == step // 50 and frames[0] == frames[2] == frames[3] == 5     # steps 0, 50, ... before the drop
-    r2 = _run(_plan(tmp_path / "d", 300, on_blowup="drop", max_force=2.0e3, blocks=1),
+    r2 = _run(ladder_plan(tmp_path / "d", 300, on_blowup="drop", max_force=2.0e3, blocks=1),
               HarmonicBuilder(particles=P, k=1000.0, unstable_replica=1), resume=True)
     assert r2.dropped == [1] and len(read_dcd(str(tmp_path / "d" / "replica_001.dcd"))) == frames[1]
 
 
 def test_blowup_with_stop_names_the_walker_and_keeps_the_checkpoint(tmp_path):
-    plan = _plan(tmp_path / "s", 400, max_force=2.0e3, blocks=1)
+    plan = ladder_plan(tmp_path / "s", 400, max_force=2.0e3, blocks=1)
     with pytest.raises(SimulationInstabilityError, match=r"^step \d+: replica 1: force .*; stopping \(last good checkpoint: step 100 in "):
         _run(plan, HarmonicBuilder(particles=P, k=1000.0, unstable_replica=1))
 
@@ -135,7 +126,7 @@ def test_blowup_with_stop_names_the_walker_and_keeps_the_checkpoint(tmp_path):
 ])
 def test_bad_plans_are_refused_in_one_line(tmp_path, kw, match):
     with pytest.raises(InputError, match=match) as e:
-        _plan(tmp_path, 100, **kw)
+        ladder_plan(tmp_path, 100, **kw)
     assert "\n" not in str(e.value)
 
 
@@ -144,12 +135,12 @@ def test_exchange_and_report_intervals_need_not_divide_each_other(tmp_path):
     (none at step 0), walkers.csv and the frames every multiple of 50 from step 0, and a run split at 70 (neither)
     resumes bitwise."""
     straight, split = tmp_path / "a", tmp_path / "b"
-    r = _run(_plan(straight, 200, exchange_interval=30))
+    r = _run(ladder_plan(straight, 200, exchange_interval=30))
     assert r.timings["exchanges"] == 6 and r.timings["segments"] == 9     # 30 50 60 90 100 120 150 180 200
     with open(straight / "exchanges.csv") as f:
         assert sorted({int(row["step"]) for row in csv.DictReader(f)}) == [30, 60, 90, 120, 150, 180]
     with open(straight / "walkers.csv") as f:
         assert [int(row["step"]) for row in csv.DictReader(f)] == [0, 50, 100, 150, 200]
-    _run(_plan(split, 70, exchange_interval=30))
-    _run(_plan(split, 200, exchange_interval=30), resume=True)
+    _run(ladder_plan(split, 70, exchange_interval=30))
+    _run(ladder_plan(split, 200, exchange_interval=30), resume=True)
     _assert_same(straight, split)
