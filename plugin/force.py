@@ -1,10 +1,11 @@
 """The network as an openmm-torch ``TorchForce``.
 
 :class:`OpenMMNetwork` is the TorchScript module OpenMM runs: it takes OpenMM's positions ``[R*N, 3]`` (nm)
-of R packed replicas, converts them to the model's length unit, calls the network once for all replicas,
-and returns the total energy (kJ/mol) and the forces ``[R*N, 3]`` (kJ/mol/nm), so the force is created with
-``setOutputsForces(True)`` and OpenMM does no second autograd pass. Unit factors come from
-:func:`flashschnet.openmm.units.conversion_factors`.
+of R packed replicas, calls the network once for all replicas with the unit factors of
+:func:`flashschnet.openmm.units.conversion_factors` (nm -> the model's length, the model's energy -> kJ/mol;
+the fused backends apply them inside the op, the triton engine in its first and last kernels), and returns the
+total energy (kJ/mol) and the forces ``[R*N, 3]`` (kJ/mol/nm), so the force is created with
+``setOutputsForces(True)`` and OpenMM does no second autograd pass.
 
 ``import flashschnet`` must happen before a TorchForce holding custom flashschnet ops is created or a
 serialized System is loaded (the System XML carries the TorchScript, not the ops); the reference backend
@@ -59,10 +60,10 @@ class OpenMMNetwork(nn.Module):
         self.dtype = next(model.parameters()).dtype
 
     def forward(self, positions: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        pos = positions.to(self.dtype).reshape(self.replicas, self.n_beads, 3) * self.nm_to_model
-        energy, forces = self.model.energy_forces(pos, self.bead_types)
-        total = energy.sum() * self.energy_to_kj
-        return total.to(positions.dtype), (forces * self.force_to_openmm).reshape(-1, 3).to(positions.dtype)
+        pos = positions.to(self.dtype).reshape(self.replicas, self.n_beads, 3)
+        _, forces, total = self.model.energy_forces_scaled(pos, self.bead_types, self.nm_to_model,
+                                                           self.energy_to_kj, self.force_to_openmm)
+        return total.to(positions.dtype), forces.reshape(-1, 3).to(positions.dtype)
 
     @torch.jit.export
     def replica_energies(self, positions: torch.Tensor) -> torch.Tensor:

@@ -114,11 +114,11 @@ def fit(launch, variant: str, arch: int) -> dict:
 
 
 def launches(all_bases: bool):
-    from flashschnet.fused.launches import step_launches, table_step_launches
+    from flashschnet.fused.launches import node_step_launches, step_launches, table_step_launches
 
     if not all_bases:
-        return step_launches() + table_step_launches()
-    out = table_step_launches()          # tables: no basis, no envelopes (both are in the table)
+        return node_step_launches() + step_launches() + table_step_launches()
+    out = node_step_launches() + table_step_launches()     # tables: no basis, no envelopes (both are in the table)
     for basis in ("gaussian", "expnormal"):
         for rbf_env in (True, False):
             for filt_env in (True, False):

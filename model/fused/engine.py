@@ -1,7 +1,9 @@
 """The edge-engine interface of the fused path, the registry of engines, and which engine a step runs.
 
-An *edge engine* runs the edge-level part of a CGSchNet step for :func:`flashschnet.fused.nodes.energy_forces_fused`
-(:class:`EdgeEngine`), two calls per interaction block ``t`` after one ``prepare(positions)`` per step:
+An *edge engine* runs a CGSchNet step for the custom op (:class:`EdgeEngine`): ``energy_forces(weights, positions,
+bead_types, scales)`` -- the whole step, the triton engine's fused kernels or the node-level PyTorch pass of
+:func:`flashschnet.fused.nodes.energy_forces_fused` around the engine -- and, for that pass, the edge-level part,
+two calls per interaction block ``t`` after one ``prepare(positions)`` per step:
 
 * ``aggregate(t, h) -> m``: ``m_i = sum_j W^t_ij * h_j`` over the pairs within the graph cutoff;
 * ``backward(t, h, gm) -> (gh, grad_pos)``: ``gh_j = sum_i W^t_ij * gm_i`` (the same aggregation, the filter
@@ -35,11 +37,16 @@ _NOTED: set = set()
 
 
 class EdgeEngine(Protocol):
-    """What :func:`~flashschnet.fused.nodes.energy_forces_fused` calls (module docstring). ``graphable``: a
-    step allocates nothing and never reads the device back to the host, so the op may capture it in a CUDA
-    graph (:mod:`flashschnet.fused.graph`)."""
+    """What the op and :func:`~flashschnet.fused.nodes.energy_forces_fused` call (module docstring).
+    ``graphable``: a step allocates nothing but its outputs and never reads the device back to the host, so the
+    op may capture it in a CUDA graph (:mod:`flashschnet.fused.graph`)."""
 
     graphable: bool
+
+    def energy_forces(self, weights, positions: torch.Tensor, bead_types: torch.Tensor,
+                      scales: Tuple[float, float, float]) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(energies [R], forces [R, N, 3], total [])`` of a step, positions in units of ``scales[0]`` model
+        lengths, outputs times ``scales[1]`` / ``scales[2]``."""
 
     def prepare(self, positions: torch.Tensor) -> None:
         """Take this step's positions ``[R, N, 3]`` (neighbour list or tile flags brought up to date)."""

@@ -1,13 +1,18 @@
 """Launches of the triton engine's kernels, and every launch a step can make.
 
-A :class:`Launch` is one kernel call: the ``@triton.jit`` kernel itself (of :mod:`flashschnet.kernels.cfconv` or
-:mod:`flashschnet.kernels.tiles`), its grid, its arguments in the kernel's order and its constexprs; its
-launch options (``num_warps``, ``num_stages``, ``maxnreg``) are :data:`KERNEL_CONFIGS`' entry for the kernel. One
-function per kernel builds its launch from plans (:mod:`flashschnet.fused.plans`) and a
+A :class:`Launch` is one kernel call: the ``@triton.jit`` kernel itself (of :mod:`flashschnet.kernels.cfconv`,
+:mod:`flashschnet.kernels.nodes` or :mod:`flashschnet.kernels.tiles`), its grid, its arguments in the kernel's
+order and its constexprs; its launch options (``num_warps``, ``num_stages``, ``maxnreg``) are
+:data:`KERNEL_CONFIGS`' entry for the kernel. One function per kernel builds its launch from plans
+(:mod:`flashschnet.fused.plans`, :mod:`flashschnet.fused.node_plans`) and a
 :class:`~flashschnet.fused.workspace.Workspace`; :func:`run` runs it -- nothing allocated, nothing read back to
-the host. :func:`step_launches` and :func:`table_step_launches` enumerate the launches a float32 step (and a
-compressed model's float64 step) can make; ``tools/gpu_fit.py`` compiles exactly these ahead of time, so what
-is checked offline is what runs.
+the host. :func:`step_launches` and :func:`table_step_launches` enumerate the launches a step can make;
+``tools/gpu_fit.py`` compiles exactly these ahead of time, so what is checked offline is what runs.
+
+Grids: the flag kernel one program per replica, the reduce kernel one per destination tile, the CFConv and node
+kernels a fixed number of persistent programs (:func:`persistent_programs`: the kernel's ``ctas_per_sm`` per
+multiprocessor, never more than the step can have items) -- all fixed by the shapes, so the call is
+graph-capturable.
 
 The kernels are imported at the first launch (:func:`kernels`), not with this module: ``TRITON_INTERPRET`` must
 be set before triton is imported, and the torch engine never needs triton.
@@ -16,28 +21,74 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Dict, NamedTuple, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 import torch
 
-from .plans import BasisPlan, FilterPlan, TablePlan, plan_basis, plan_filter, plan_table, pow2
+from .node_plans import NodePlan
+from .plans import BasisPlan, FilterPlan, TablePlan, pow2
 from .workspace import Workspace
 
-#: launch options per kernel, chosen with ``tools/gpu_fit.py`` (registers, spills, shared memory, sm_80 and
-#: sm_90, every basis / envelope / matmul variant). Forward: ``maxnreg`` lets ptxas use all 255 registers (left
-#: alone it caps some variants at 168 for occupancy and spills a few dozen bytes). Backward: 8 warps (255
-#: registers x 256 threads just fit the 64K register file), and ``num_stages=2``, with which no variant spills
-#: (with 1, the tf32 variants without envelopes spill 12 bytes). Table kernels (no weight matrices): 8 warps and
-#: ``maxnreg`` (with 4 warps the float32 quintic backward and the float64 quintic forward spill; with 8 and
-#: ptxas's own cap the float32 cubic forward does)
+#: launch options per kernel, chosen with ``tools/gpu_fit.py`` (registers, spills, shared memory, blocks per
+#: multiprocessor; sm_80 and sm_90; every basis / envelope / matmul / table variant): ``num_warps``, ``num_stages``,
+#: ``maxnreg`` (Triton's), ``JB`` (the CFConv kernels' source beads per chunk, a constexpr) and ``ctas_per_sm``
+#: (the persistent kernels' programs per multiprocessor: what the registers and shared memory let reside). The
+#: table kernels' float32 variants cap registers at 128 so two 8-warp programs share a multiprocessor (no spill:
+#: 4 source beads per forward chunk, 2 per backward one); the exact filter's fit with 32 / 16 pairs per product
+#: (64-row products spill in Triton 3.6: docs/benchmarks.md)
 KERNEL_CONFIGS = {
-    "_cfconv_fwd_kernel": {"num_warps": 4, "num_stages": 1, "maxnreg": 255},
-    "_cfconv_bwd_kernel": {"num_warps": 8, "num_stages": 2},
-    "_cfconv_table_fwd_kernel": {"num_warps": 8, "num_stages": 1, "maxnreg": 255},
-    "_cfconv_table_bwd_kernel": {"num_warps": 8, "num_stages": 1, "maxnreg": 255},
+    "_cfconv_table_fwd_kernel": {"num_warps": 8, "num_stages": 2, "maxnreg": 128, "JB": 4, "ctas_per_sm": 2},
+    "_cfconv_table_bwd_kernel": {"num_warps": 8, "num_stages": 2, "maxnreg": 128, "JB": 2, "ctas_per_sm": 2},
+    "_cfconv_fwd_kernel": {"num_warps": 8, "num_stages": 1, "JB": 2, "ctas_per_sm": 1},
+    "_cfconv_bwd_kernel": {"num_warps": 8, "num_stages": 1, "JB": 1, "ctas_per_sm": 1},
+    "_node_fwd_kernel": {"num_warps": 4, "num_stages": 1, "ctas_per_sm": 4, "NC": 32},
+    "_node_bwd_kernel": {"num_warps": 4, "num_stages": 1, "ctas_per_sm": 4, "NC": 32},
     "_tile_reduce_kernel": {"num_warps": 4, "num_stages": 1},
     "_tile_flags_kernel": {"num_warps": 4, "num_stages": 1},
 }
+#: what a float64 launch changes (float64 values take two registers: no cap, one program per multiprocessor)
+FLOAT64_CONFIGS = {
+    "_cfconv_table_fwd_kernel": {"maxnreg": None, "JB": 8, "ctas_per_sm": 1},
+    "_cfconv_table_bwd_kernel": {"maxnreg": None, "ctas_per_sm": 1},
+}
+#: what Triton's CPU interpreter runs instead: whole tile pairs per chunk and 128-wide node blocks (registers are
+#: no concern there, and every chunk costs interpreter time: this makes the interpreted tests several times
+#: faster). The
+#: chunked loops as a GPU runs them are tested on small systems with :data:`GPU_CONFIGS_IN_INTERPRETER`
+INTERPRETER_CONFIGS = {**{k: {"JB": 16} for k in ("_cfconv_table_fwd_kernel", "_cfconv_table_bwd_kernel",
+                                                   "_cfconv_fwd_kernel", "_cfconv_bwd_kernel")},
+                       "_node_fwd_kernel": {"NC": 128}, "_node_bwd_kernel": {"NC": 128}}
+#: tests set this to run the GPU's configurations (:data:`KERNEL_CONFIGS`) in the interpreter too
+GPU_CONFIGS_IN_INTERPRETER = False
+#: the launch options Triton takes (the rest of a config is ours)
+_TRITON_OPTIONS = ("num_warps", "num_stages", "maxnreg")
+
+
+def config(kernel: str, dtype=torch.float32) -> Dict[str, Any]:
+    """The configuration of ``kernel`` for a launch in compute ``dtype``: :data:`KERNEL_CONFIGS` with
+    :data:`FLOAT64_CONFIGS`' changes for float64, and :data:`INTERPRETER_CONFIGS`' when interpreting (unless
+    :data:`GPU_CONFIGS_IN_INTERPRETER`). Results agree to rounding across configurations, and are bitwise
+    repeatable within one."""
+    out = dict(KERNEL_CONFIGS[kernel])
+    if dtype == torch.float64:
+        out.update(FLOAT64_CONFIGS.get(kernel, {}))
+    if interpreting() and not GPU_CONFIGS_IN_INTERPRETER:
+        out.update(INTERPRETER_CONFIGS.get(kernel, {}))
+    return out
+
+
+#: source beads per chunk of the exact filter's items and of the table kernels' (``config(...)["JB"]``)
+def chunk(kernel: str, dtype) -> int:
+    return int(config(kernel, dtype)["JB"])
+
+
+#: persistent programs under TRITON_INTERPRET=1 (several, so the interpreted tests run a real persistent loop)
+INTERPRETER_PROGRAMS = 3
+#: channel groups of the exact filter's items (the second layer's output channels split; the first layer is
+#: computed per item): what keeps the backward's operands in an H100/H200's registers
+EXACT_GROUPS = 2
+#: rows of replicas the final node kernel's program 0 sums per step (times the tiles per replica, padded)
+ENERGY_ROWS = 4096
 
 
 def interpreting() -> bool:
@@ -71,15 +122,34 @@ def compute_dtype(pos: torch.Tensor) -> torch.dtype:
 
 @functools.lru_cache(maxsize=None)
 def kernels():
-    """``(cfconv, tiles)``, the kernel modules, imported (and, when interpreting, the interpreter patched) once, at
-    the first launch."""
-    from ..kernels import cfconv, tiles  # imported late: TRITON_INTERPRET must be set before triton is
+    """``(cfconv, tiles, nodes)``, the kernel modules, imported (and, when interpreting, the interpreter patched)
+    once, at the first launch."""
+    from ..kernels import cfconv, nodes, tiles  # imported late: TRITON_INTERPRET must be set before triton is
 
     if interpreting():
         from ..kernels import interpreter
 
         interpreter.install()     # Triton 3.6's interpreter under numpy >= 2.4 (that module says why)
-    return cfconv, tiles
+    return cfconv, tiles, nodes
+
+
+@functools.lru_cache(maxsize=None)
+def _multiprocessors(device: str) -> int:
+    return int(torch.cuda.get_device_properties(torch.device(device)).multi_processor_count)
+
+
+def persistent_programs(device, items: int, kernel: str, dtype=torch.float32, groups: int = 1) -> int:
+    """A persistent kernel's grid: its ``ctas_per_sm`` (:func:`config`) x the GPU's multiprocessors, at most
+    ``items`` (the step's most items), :data:`INTERPRETER_PROGRAMS` when interpreting -- always a multiple of the
+    channel ``groups`` (a program keeps its group: the exact kernels stage their group's weights once), at least
+    one program per group."""
+    groups = max(int(groups), 1)
+    if interpreting() or torch.device(device).type != "cuda":
+        g = INTERPRETER_PROGRAMS
+    else:
+        g = config(kernel, dtype)["ctas_per_sm"] * _multiprocessors(str(torch.device(device)))
+    g = min(g, items)
+    return max(groups, g - g % groups)
 
 
 class Launch(NamedTuple):
@@ -96,7 +166,10 @@ class Launch(NamedTuple):
 
     @property
     def options(self) -> Dict[str, int]:
-        return KERNEL_CONFIGS[self.name]
+        """Triton's launch options for this launch (:func:`config` of its kernel and compute dtype, that of its
+        first argument)."""
+        c = config(self.name, self.args[0].dtype)
+        return {k: c[k] for k in _TRITON_OPTIONS if c.get(k) is not None}
 
 
 def run(launch: Launch) -> None:
@@ -107,48 +180,133 @@ def run(launch: Launch) -> None:
 # ------------------------------------------------------------------------------------------ one per kernel
 
 
-def flags_launch(ws: Workspace, pos: torch.Tensor, cutoff: float, skin: float) -> Launch:
+def flags_launch(ws: Workspace, pos: torch.Tensor, cutoff: float, skin: float, length_scale: float = 1.0) -> Launch:
+    """Scale ``pos`` into ``ws.pos`` and rebuild stale replicas' flags and work lists."""
     return Launch(kernels()[1]._tile_flags_kernel, (ws.R,),
-                  (pos, ws.ref, ws.flags, ws.builds, float(cutoff + skin), float((0.5 * skin) ** 2), ws.N, ws.T,
-                   ws.S), dict(B=ws.block, TP=pow2(ws.T, 1)))
+                  (pos, ws.pos, ws.ref, ws.flags, ws.worklist, ws.counts, ws.builds, float(length_scale),
+                   float(cutoff + skin), float((0.5 * skin) ** 2), ws.N, ws.T, ws.S),
+                  dict(B=ws.block, TP=pow2(ws.T, 1)))
 
 
-def reduce_launch(ws: Workspace, rowbuf, colbuf, out, W: int) -> Launch:
+def reduce_launch(ws: Workspace, rowpart, colpart, out, W: int, WO: int, NP: int = 1) -> Launch:
+    """``out [R, N, WO]`` = the tiles' sums of a partial buffer pair of width ``W`` (``NP`` partials per slot), in
+    column blocks of at most 32."""
     return Launch(kernels()[1]._tile_reduce_kernel, (ws.R * ws.T,),
-                  (rowbuf, colbuf, ws.flags, out, ws.N, ws.T, ws.S, ws.SO), dict(B=ws.block, W=W, WP=pow2(W, 1)))
+                  (rowpart, colpart, ws.flags, out, ws.N, ws.T, ws.S),
+                  dict(B=ws.block, W=W, WO=WO, NP=NP, NPP=pow2(NP, 1), WC=min(W, 32)))
 
 
-def _meta(ws: Workspace, fp: FilterPlan, bp: BasisPlan) -> dict:
-    return dict(B=ws.block, KP=bp.KP, F=fp.F, FP=fp.FP, BASIS=bp.basis, RBF_ENV=bp.rbf_env, FILT_ENV=bp.filt_env,
-                QUANT=fp.quant, DOT=fp.dot, EMU=interpreting())
+def _rp(ws: Workspace) -> int:
+    return pow2(ws.R, 16)
 
 
-def fwd_launch(ws: Workspace, pos, h, fp: FilterPlan, bp: BasisPlan) -> Launch:
-    return Launch(kernels()[0]._cfconv_fwd_kernel, (ws.R * ws.T,),
-                  (pos, h, ws.flags, ws.rowbuf, ws.colbuf, fp.A1T, fp.a1, fp.A2T, fp.s1, fp.s2, bp.mu, bp.cf,
-                   bp.scal, ws.N, ws.T, ws.S, ws.SO), _meta(ws, fp, bp))
+def _table_meta(ws: Workspace, tp: TablePlan, kernel: str) -> dict:
+    return dict(B=ws.block, JB=chunk(kernel, ws.like.dtype), FC=tp.FC, FP=tp.FP, NCG=tp.NCG, Q=tp.Q, SCALE=tp.scaled,
+                RP=_rp(ws))
 
 
-def bwd_launch(ws: Workspace, pos, h, gm, fp: FilterPlan, bp: BasisPlan) -> Launch:
-    return Launch(kernels()[0]._cfconv_bwd_kernel, (ws.R * ws.T,),
-                  (pos, h, gm, ws.flags, ws.rowbuf, ws.colbuf, ws.prow, ws.pcol, fp.A1T, fp.a1, fp.A2T, fp.s1,
-                   fp.s2, bp.mu, bp.cf, bp.scal, ws.N, ws.T, ws.S, ws.SO), _meta(ws, fp, bp))
+def table_fwd_launch(ws: Workspace, tp: TablePlan, h, h_rs: int, programs: Optional[int] = None) -> Launch:
+    G = _grid(ws, "_cfconv_table_fwd_kernel", tp.NCG, programs)
+    return Launch(kernels()[0]._cfconv_table_fwd_kernel, (G,),
+                  (ws.pos, h, ws.worklist, ws.counts, ws.rowpart, ws.colpart, tp.tab, tp.scale, tp.scal, ws.R, ws.N,
+                   ws.T, ws.S, int(h_rs), tp.n), _table_meta(ws, tp, "_cfconv_table_fwd_kernel"))
 
 
-def _table_meta(ws: Workspace, tp: TablePlan) -> dict:
-    return dict(B=ws.block, F=tp.F, FP=tp.FP, Q=tp.Q, SCALE=tp.scaled)
+def table_bwd_launch(ws: Workspace, tp: TablePlan, h, h_rs: int, gm, programs: Optional[int] = None) -> Launch:
+    G = _grid(ws, "_cfconv_table_bwd_kernel", tp.NCG, programs)
+    return Launch(kernels()[0]._cfconv_table_bwd_kernel, (G,),
+                  (ws.pos, h, gm, ws.worklist, ws.counts, ws.rowpart, ws.colpart, ws.prow, ws.pcol, tp.tab, tp.scale,
+                   tp.scal, ws.R, ws.N, ws.T, ws.S, int(h_rs), tp.n), _table_meta(ws, tp, "_cfconv_table_bwd_kernel"))
 
 
-def table_fwd_launch(ws: Workspace, pos, h, tp: TablePlan) -> Launch:
-    return Launch(kernels()[0]._cfconv_table_fwd_kernel, (ws.R * ws.T,),
-                  (pos, h, ws.flags, ws.rowbuf, ws.colbuf, tp.tab, tp.scale, tp.scal, ws.N, ws.T, ws.S, ws.SO),
-                  _table_meta(ws, tp))
+def _meta(ws: Workspace, fp: FilterPlan, bp: BasisPlan, kernel: str) -> dict:
+    return dict(B=ws.block, JB=chunk(kernel, ws.like.dtype), KP=bp.KP, FC=fp.FP // EXACT_GROUPS, FP=fp.FP, NCG=EXACT_GROUPS,
+                BASIS=bp.basis, RBF_ENV=bp.rbf_env, FILT_ENV=bp.filt_env, QUANT=fp.quant, DOT=fp.dot,
+                EMU=interpreting(), RP=_rp(ws))
 
 
-def table_bwd_launch(ws: Workspace, pos, h, gm, tp: TablePlan) -> Launch:
-    return Launch(kernels()[0]._cfconv_table_bwd_kernel, (ws.R * ws.T,),
-                  (pos, h, gm, ws.flags, ws.rowbuf, ws.colbuf, ws.prow, ws.pcol, tp.tab, tp.scale, tp.scal, ws.N,
-                   ws.T, ws.S, ws.SO), _table_meta(ws, tp))
+def _grid(ws: Workspace, kernel: str, groups: int, programs: Optional[int]) -> int:
+    """The persistent grid of a CFConv launch: ``programs`` (rounded up to a multiple of the channel ``groups``:
+    a program keeps one group) or :func:`persistent_programs`."""
+    if programs:
+        return -(-int(programs) // groups) * groups
+    return persistent_programs(ws.like.device, ws.R * ws.S * groups, kernel, ws.like.dtype, groups)
+
+
+def fwd_launch(ws: Workspace, fp: FilterPlan, bp: BasisPlan, h, h_rs: int, programs: Optional[int] = None) -> Launch:
+    G = _grid(ws, "_cfconv_fwd_kernel", EXACT_GROUPS, programs)
+    return Launch(kernels()[0]._cfconv_fwd_kernel, (G,),
+                  (ws.pos, h, ws.worklist, ws.counts, ws.rowpart, ws.colpart, fp.A1, fp.a1, fp.A2, fp.s1, fp.s2,
+                   bp.mu, bp.cf, bp.scal, ws.R, ws.N, ws.T, ws.S, int(h_rs)), _meta(ws, fp, bp, "_cfconv_fwd_kernel"))
+
+
+def bwd_launch(ws: Workspace, fp: FilterPlan, bp: BasisPlan, h, h_rs: int, gm,
+               programs: Optional[int] = None) -> Launch:
+    G = _grid(ws, "_cfconv_bwd_kernel", EXACT_GROUPS, programs)
+    return Launch(kernels()[0]._cfconv_bwd_kernel, (G,),
+                  (ws.pos, h, gm, ws.worklist, ws.counts, ws.rowpart, ws.colpart, ws.prow, ws.pcol, fp.A1, fp.a1,
+                   fp.A2, fp.s1, fp.s2, bp.mu, bp.cf, bp.scal, ws.R, ws.N, ws.T, ws.S, int(h_rs)),
+                  _meta(ws, fp, bp, "_cfconv_bwd_kernel"))
+
+
+def _mlp_args(plan: NodePlan) -> tuple:
+    """The output MLP's pointers in the node kernels' order (``W0T, c0, W1T, c1, W2T, c2, wl, W0, W1, W2``;
+    unused layers get the last layer's row as a placeholder)."""
+    WT = plan.WT + [plan.wl] * (3 - plan.hidden)
+    W = plan.W + [plan.wl] * (3 - plan.hidden)
+    c = plan.c + [plan.wl] * (3 - plan.hidden)
+    return (WT[0], c[0], WT[1], c[1], WT[2], c[2], plan.wl, W[0], W[1], W[2])
+
+
+def node_programs(ws: Workspace) -> int:
+    """The node kernels' persistent grid (one size for both, so they share the scratch): at most one program per
+    destination tile."""
+    return persistent_programs(ws.like.device, ws.R * ws.T, "_node_fwd_kernel", ws.like.dtype)
+
+
+def node_buffers(ws: Workspace, plan: NodePlan) -> dict:
+    """The workspace's node-layer buffers for ``plan`` (:meth:`~flashschnet.fused.workspace.Workspace.nodes`): the
+    scratch holds :data:`~flashschnet.kernels.nodes.REGIONS` regions of ``B`` rows of the widest node width per
+    node program."""
+    return ws.nodes(plan.HP, len(plan.blocks), node_programs(ws), NODE_REGIONS * ws.block * plan.widest)
+
+
+#: scratch regions per node program (``flashschnet.kernels.nodes.REGIONS``)
+NODE_REGIONS = 6
+
+
+def node_fwd_launch(ws: Workspace, plan: NodePlan, t: int, x, x_rs: int) -> Launch:
+    """Block ``t``'s reduction and node layers, forward (its input ``x``: rows ``r * x_rs + bead``)."""
+    nb, bufs = len(plan.blocks), node_buffers(ws, plan)
+    blk = plan.blocks[t]
+    last = t == nb - 1
+    L1n = blk.L1T if last else plan.blocks[t + 1].L1T
+    h_out = bufs["h"][t + 1] if not last else bufs["h"][0]
+    P = plan.widths
+    return Launch(kernels()[2]._node_fwd_kernel, (node_programs(ws),),
+                  (ws.rowpart, ws.colpart, ws.flags, x, bufs["x"], bufs["a"][t], h_out, bufs["scratch"], blk.L2T,
+                   blk.b2, blk.LT, blk.b, L1n, blk.L, blk.L2, *_mlp_args(plan), bufs["epart"], bufs["gx"],
+                   bufs["gm"], ws.R, ws.N, ws.T, ws.S, int(x_rs)),
+                  dict(B=ws.block, FP=plan.FP, HP=plan.HP, LAST=last, P0=P[0], P1=P[1], P2=P[2],
+                       PM=plan.widest_gradient, NH=plan.hidden, PMAX=plan.widest,
+                       NC=config("_node_fwd_kernel", ws.like.dtype)["NC"]))
+
+
+def node_bwd_launch(ws: Workspace, plan: NodePlan, t: int, energies, total, forces, energy_scale: float,
+                    force_scale: float) -> Launch:
+    """Block ``t``'s reductions and node layers, backward; block 0 writes ``energies [R]``, ``total [1]`` and
+    ``forces [R, N, 3]`` (scaled)."""
+    nb, bufs = len(plan.blocks), node_buffers(ws, plan)
+    blk = plan.blocks[t]
+    prev = plan.blocks[t - 1] if t > 0 else blk
+    TP = pow2(ws.T, 1)
+    return Launch(kernels()[2]._node_bwd_kernel, (node_programs(ws),),
+                  (ws.rowpart, ws.colpart, ws.prow, ws.pcol, ws.flags, bufs["gx"], bufs["a"][max(t - 1, 0)],
+                   bufs["gm"], bufs["facc"], bufs["scratch"], blk.L1, prev.L, prev.L2, bufs["epart"], energies, total,
+                   forces, ws.R, ws.N, ws.T, ws.S, float(energy_scale), float(force_scale)),
+                  dict(B=ws.block, FP=plan.FP, HP=plan.HP, NP=ws.NP, NPP=pow2(ws.NP, 1), FIRST=t == nb - 1,
+                       LAST=t == 0, TP=TP, RC=max(1, ENERGY_ROWS // TP), PMAX=plan.widest,
+                       NC=config("_node_bwd_kernel", ws.like.dtype)["NC"]))
 
 
 # ------------------------------------------------------------------------------------------ every launch of a step
@@ -156,21 +314,21 @@ def table_bwd_launch(ws: Workspace, pos, h, gm, tp: TablePlan) -> Launch:
 
 def step_launches(F: int = 128, K: int = 50, basis: str = "gaussian", rbf_env: bool = True, filt_env: bool = True,
                   N: int = 284, device="cpu"):
-    """Every launch a float32 step of the triton engine can make on a GPU, for a model of filter width ``F``,
-    ``K`` basis functions, that basis and those envelopes: ``[(variant, launch)]`` (``tools/gpu_fit.py``
-    compiles them). Variants: matmul tf32 / bf16 / fp16 with float32 weights; channel-wise 16-bit weights with
-    products of their own type (with tf32 they are dequantized first: the tf32 kernels), and exact products are
-    not launched on a GPU (:func:`~flashschnet.fused.plans.exact_on_cuda`). The tabulated-filter kernels'
-    launches are :func:`table_step_launches`."""
+    """Every launch a float32 step of the triton engine's exact filter network can make on a GPU, for a model of
+    filter width ``F``, ``K`` basis functions, that basis and those envelopes: ``[(variant, launch)]``
+    (``tools/gpu_fit.py`` compiles them). Variants: matmul tf32 / bf16 / fp16 with float32 weights; channel-wise
+    16-bit weights with products of their own type (with tf32 they are dequantized first: the tf32 kernels), and
+    exact products are not launched on a GPU (:func:`~flashschnet.fused.plans.exact_on_cuda`). The flag, reduce
+    and node kernels' launches are :func:`node_step_launches`, the tabulated filter's :func:`table_step_launches`."""
+    from .plans import plan_basis, plan_filter
+
     dtype = torch.float32
     bp = plan_basis(torch.linspace(0.0, 10.0, K), -torch.ones(K), basis, 1.0, 0.0, 10.0, 10.0, 10.0, rbf_env,
                     filt_env, dtype, device)
-    ws = Workspace(1, N, F, dtype, device)
-    pos = torch.zeros(1, N, 3, dtype=dtype, device=device)
-    h = torch.zeros(1, N, F, dtype=dtype, device=device)
+    ws = Workspace(1, N, pow2(F, 32), dtype, device, NP=EXACT_GROUPS)
+    h = torch.zeros(1, N, pow2(F, 32), dtype=dtype, device=device)
     A1, a1, A2 = torch.zeros(F, K), torch.zeros(F), torch.zeros(F, F)
-    out = [("", flags_launch(ws, pos, 10.0, 1.0)), (f"W={F}", reduce_launch(ws, ws.rowbuf, ws.colbuf, ws.m, F)),
-           ("W=3", reduce_launch(ws, ws.prow, ws.pcol, ws.gpos, 3))]
+    out = []
     cases = [("tf32", None), ("bf16", None), ("fp16", None), ("bf16", torch.bfloat16), ("fp16", torch.float16)]
     for dot, qdt in cases:
         if qdt is None:
@@ -178,8 +336,41 @@ def step_launches(F: int = 128, K: int = 50, basis: str = "gaussian", rbf_env: b
         else:
             fp = plan_filter(A1.to(qdt), a1, A2.to(qdt), bp.KP, dtype, dot, torch.ones(F), torch.ones(F))
             name = f"{dot}-weights"
-        out.append((name, fwd_launch(ws, pos, h, fp, bp)))
-        out.append((name, bwd_launch(ws, pos, h, h, fp, bp)))
+        out.append((name, fwd_launch(ws, fp, bp, h, N, programs=1)))
+        out.append((name, bwd_launch(ws, fp, bp, h, N, h, programs=1)))
+    return out
+
+
+def node_step_launches(F: int = 128, H: int = 128, widths=(128, 64), blocks: int = 3, N: int = 284, device="cpu"):
+    """``[(variant, launch)]``: the flag kernel, the reductions of the unfused path (widths FP and 4) and the node
+    kernels of a model with hidden width ``H``, filter width ``F``, output MLP ``widths`` and ``blocks``
+    interaction blocks, in float32 and float64 (``/f64``: a compressed model also runs in float64 on a GPU)."""
+    from ..nn.layout import NodeWeights
+    from .node_plans import plan_nodes
+
+    out = []
+    for tag, dt in (("", torch.float32), ("/f64", torch.float64)):
+        z = lambda *s: torch.zeros(*s, dtype=dt)        # noqa: E731
+        FP = pow2(F, 32)
+        blk = [{"L1": z(F, H), "L2": z(H, F), "b2": z(H), "L": z(H, H), "b": z(H)} for _ in range(blocks)]
+        outs, n_in = [], H
+        for w in widths:
+            outs.append((z(w, n_in), z(w)))
+            n_in = w
+        outs.append((z(1, n_in), None))
+        plan = plan_nodes(NodeWeights(embedding=z(25, H), blocks=blk, out=outs), FP, dt, device)
+        ws = Workspace(1, N, FP, dt, device, NP=FP // 32)
+        pos = torch.zeros(1, N, 3, dtype=dt, device=device)
+        e, tot, f = torch.zeros(1, dtype=dt), torch.zeros(1, dtype=dt), torch.zeros(1, N, 3, dtype=dt)
+        x = node_buffers(ws, plan)["x"]
+        out += [(f"flags{tag}", flags_launch(ws, pos, 10.0, 1.0)),
+                (f"W={FP}{tag}", reduce_launch(ws, ws.rowpart, ws.colpart, x, FP, F)),
+                (f"W=4{tag}", reduce_launch(ws, ws.prow, ws.pcol, x, 4, 3, ws.NP)),
+                (f"middle{tag}", node_fwd_launch(ws, plan, 0, x, 0)),
+                (f"last{tag}", node_fwd_launch(ws, plan, blocks - 1, x, N)),
+                (f"first{tag}", node_bwd_launch(ws, plan, blocks - 1, e, tot, f, 1.0, 1.0)),
+                (f"middle{tag}", node_bwd_launch(ws, plan, 1, e, tot, f, 1.0, 1.0)),
+                (f"last{tag}", node_bwd_launch(ws, plan, 0, e, tot, f, 1.0, 1.0))]
     return out
 
 
@@ -195,12 +386,13 @@ def table_step_launches(F: int = 128, N: int = 284, device="cpu", knots: int = 2
     """``[(variant, launch)]``: the forward and backward launches of every :data:`TABLE_VARIANTS` entry for a
     model of filter width ``F`` and ``N`` beads (``tools/gpu_fit.py`` compiles them, next to
     :func:`step_launches`)."""
+    from .plans import plan_table
+
     out = []
     for name, Q, tdt, cdt in TABLE_VARIANTS:
-        p = torch.zeros(1, N, 3, dtype=cdt, device=device)
-        hh = torch.zeros(1, N, F, dtype=cdt, device=device)
+        hh = torch.zeros(1, N, pow2(F, 32), dtype=cdt, device=device)
         tp = plan_table(torch.zeros(knots, Q, F, dtype=tdt), torch.ones(Q, F), 10.0, F, cdt, device, 10.0)
-        w = Workspace(1, N, F, cdt, device)
-        out.append((name, table_fwd_launch(w, p, hh, tp)))
-        out.append((name, table_bwd_launch(w, p, hh, hh, tp)))
+        w = Workspace(1, N, tp.FP, cdt, device, NP=tp.NCG)
+        out.append((name, table_fwd_launch(w, tp, hh, N, programs=1)))
+        out.append((name, table_bwd_launch(w, tp, hh, N, hh, programs=1)))
     return out

@@ -12,7 +12,7 @@ Node-level backward, per block ``x' = x + tanh(m L2^T + b2) L^T + b`` with ``h =
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Sequence, Tuple
 
 import torch
 
@@ -58,3 +58,19 @@ def energy_forces_fused(weights: NodeWeights, positions: torch.Tensor, bead_type
         gpos = gpos + gp
         gx = gx + gh @ blk["L1"]
     return energy, (-gpos).reshape(R, N, 3)
+
+
+def energy_forces_scaled(weights: NodeWeights, positions: torch.Tensor, bead_types: torch.Tensor, engine,
+                         scales: Sequence[float]) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`energy_forces_fused` in a caller's units: positions in a unit of ``length_scale`` model lengths,
+    ``(energies [R] x energy_scale, forces [R, N, 3] x force_scale, total = sum(energies) x energy_scale)`` for
+    ``scales = (length_scale, energy_scale, force_scale)`` (a factor of 1 is not applied)."""
+    length_scale, energy_scale, force_scale = (float(s) for s in scales)
+    pos = positions * length_scale if length_scale != 1.0 else positions
+    e, f = energy_forces_fused(weights, pos, bead_types, engine)
+    total = e.sum()
+    if energy_scale != 1.0:
+        e, total = e * energy_scale, total * energy_scale
+    if force_scale != 1.0:
+        f = f * force_scale
+    return e, f, total

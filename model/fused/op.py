@@ -1,13 +1,18 @@
-"""``flashschnet::energy_forces``: one custom op per step for the fused backends.
+"""``flashschnet::energy_forces`` and ``flashschnet::energy_forces_scaled``: one custom op call per step for the
+fused backends.
 
 A TorchScript :class:`~flashschnet.nn.schnet.CGSchNet` with ``backend="torch"`` or ``"triton"`` (also the
-one inside an openmm-torch ``TorchForce``) calls this op once per step with its weights in the packed layout
-(:mod:`flashschnet.nn.layout`); the op runs :func:`flashschnet.fused.nodes.energy_forces_fused` with the
-edge engine :func:`flashschnet.fused.engine.engine_for` names for the backend, device, dtype and precision (made
-by the engine registry, :func:`flashschnet.fused.engine.make_engine`) and returns energies and exact forces (no
-autograd). One call per step keeps the
-Python-op overhead (tens of microseconds) out of the inner loops. The op is registered when the package
-:mod:`flashschnet.fused` is imported (``import flashschnet`` does it).
+one inside an openmm-torch ``TorchForce``) calls one of these ops once per step with its weights in the packed
+layout (:mod:`flashschnet.nn.layout`); the op runs the step of the edge engine
+:func:`flashschnet.fused.engine.engine_for` names for the backend, device, dtype and precision (made by the engine
+registry, :func:`flashschnet.fused.engine.make_engine`): the triton engine's fused kernels, or the node-level pass
+of :mod:`flashschnet.fused.nodes` around the torch engine. It returns energies and exact forces (no autograd).
+``energy_forces`` works in the model's units; ``energy_forces_scaled`` takes positions in a caller's length unit
+and returns energies, forces and their total in the caller's units (the factors come from the caller's one
+place of unit conversion, e.g. :func:`flashschnet.openmm.units.conversion_factors`; the triton engine applies
+them inside its first and last kernels). One call per step keeps the Python-op overhead (tens of microseconds)
+out of the inner loops. The ops are registered when the package :mod:`flashschnet.fused` is imported
+(``import flashschnet`` does it).
 
 Engines keep state between calls (the Verlet neighbour list), keyed by the backend, the storage and version
 counter of every weight (each TorchForce/Context holds its own copy of the module) and the positions' shape.
@@ -26,7 +31,6 @@ import torch
 from ..nn.layout import FloatField, step_options, unpack_params
 from .engine import engine_of_filters, make_engine
 from .graph import GraphedStep
-from .nodes import energy_forces_fused
 
 _log = logging.getLogger("flashschnet")
 _NOTED: set = set()
@@ -72,20 +76,28 @@ def _graphed(eng, wanted: bool):
             _log.warning("flashschnet: cuda_graph is ignored by the torch engine (its step reads pair-list sizes "
                          "back to the host); it applies to the triton engine's tensor-core kernels")
         return None
-    return GraphedStep(lambda p, t, e=eng: energy_forces_fused(e.node_weights, p, t, e))
+    return GraphedStep(lambda p, t, s, e=eng: e.energy_forces(e.node_weights, p, t, s))
+
+
+#: the scales of a step in the model's own units
+_UNIT = (1.0, 1.0, 1.0)
+
+
+def _step(positions: torch.Tensor, bead_types: torch.Tensor, params: List[torch.Tensor], ints: List[int],
+          floats: List[float], backend: str, scales) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    with torch.no_grad():
+        eng = _engine(backend, params, ints, floats, positions)
+        with eng.lock:
+            if eng.graphed is not None:
+                return eng.graphed(positions.contiguous(), bead_types, scales)
+            return eng.energy_forces(eng.node_weights, positions.contiguous(), bead_types, scales)
 
 
 @torch.library.custom_op("flashschnet::energy_forces", mutates_args=())
 def energy_forces(positions: torch.Tensor, bead_types: torch.Tensor, params: List[torch.Tensor],
                   ints: List[int], floats: List[float], backend: str) -> Tuple[torch.Tensor, torch.Tensor]:
     """Energies ``[R]`` and forces ``[R, N, 3]`` of a CGSchNet (model units) for positions ``[R, N, 3]``."""
-    with torch.no_grad():
-        eng = _engine(backend, params, ints, floats, positions)
-        with eng.lock:
-            if eng.graphed is not None:
-                e, f = eng.graphed(positions.contiguous(), bead_types)
-            else:
-                e, f = energy_forces_fused(eng.node_weights, positions.contiguous(), bead_types, eng)
+    e, f, _ = _step(positions, bead_types, params, ints, floats, backend, _UNIT)
     return e, f
 
 
@@ -93,6 +105,23 @@ def energy_forces(positions: torch.Tensor, bead_types: torch.Tensor, params: Lis
 def _(positions, bead_types, params, ints, floats, backend):
     R, N = positions.shape[0], positions.shape[1]
     return positions.new_empty((R,)), positions.new_empty((R, N, 3))
+
+
+@torch.library.custom_op("flashschnet::energy_forces_scaled", mutates_args=())
+def energy_forces_scaled(positions: torch.Tensor, bead_types: torch.Tensor, params: List[torch.Tensor],
+                         ints: List[int], floats: List[float], backend: str,
+                         scales: List[float]) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """For positions ``[R, N, 3]`` in a unit of ``scales[0]`` model lengths: energies ``[R]`` x ``scales[1]``,
+    forces ``[R, N, 3]`` x ``scales[2]`` and the energies' total ``[]``."""
+    if len(scales) != 3:
+        raise ValueError(f"flashschnet: scales must be [length, energy, force] factors, got {list(scales)}")
+    return _step(positions, bead_types, params, ints, floats, backend, tuple(float(s) for s in scales))
+
+
+@energy_forces_scaled.register_fake
+def _(positions, bead_types, params, ints, floats, backend, scales):
+    R, N = positions.shape[0], positions.shape[1]
+    return positions.new_empty((R,)), positions.new_empty((R, N, 3)), positions.new_empty(())
 
 
 def clear_engine_cache() -> None:

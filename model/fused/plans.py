@@ -4,8 +4,9 @@ per engine (nothing is rebuilt per step).
 * :func:`plan_basis` -- basis centres and coefficients padded to ``KP``, the float scalars as a device tensor;
 * :func:`plan_filter` -- one block's filter network, padded, transposed and stored in the operand type of the
   chosen matrix-product precision, with the per-channel scales (the exact filter);
-* :func:`plan_table` -- one block's filter table padded to ``FP`` channels in its storage dtype, its scales and
-  the float scalars (the tabulated filter of a compressed model: :mod:`flashschnet.nn.table`).
+* :func:`plan_table` -- one block's filter table padded to ``FP`` channels in its storage dtype and laid out by
+  channel group (``[NCG, n, Q, FC]``, :data:`TABLE_GROUP` channels a group), its scales and the float scalars
+  (the tabulated filter of a compressed model: :mod:`flashschnet.nn.table`).
 
 Matrix-product precision (``dot``): ``"ieee"`` (exact, the compute dtype: float64, or float32 by FMA),
 ``"tf32"``, ``"bf16"``, ``"fp16"`` (tensor cores; float32 accumulation). :func:`resolve_dot` turns ``"auto"``
@@ -31,6 +32,10 @@ _DOT_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 #: table storage dtypes the kernels load (float64 values are stored in the compute dtype by :func:`plan_table`)
 _STORED = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
 _SIXTEEN = (torch.float16, torch.bfloat16)
+#: channels of a table kernel's item (its channel group): a group's table slice (256 quintic float32 knots: 96 KB)
+#: stays in one multiprocessor's L1, and a pair's row of one knot and entry is one 128-byte line. Fixed, not a
+#: launch option: a model's results never depend on how its channels were grouped
+TABLE_GROUP = 32
 
 
 def pow2(n: int, least: int = 16) -> int:
@@ -83,13 +88,14 @@ class BasisPlan:
 
 @dataclass
 class FilterPlan:
-    """One block's filter weights as the kernels read them: ``A1T`` [KP, FP] and ``A2T`` [FP, FP] (transposed,
-    zero-padded, in the operand type), ``a1`` [FP] and the scales ``s1``/``s2`` [FP] (compute dtype; ones
-    when unquantized -- the kernels skip them then)."""
+    """One block's filter weights as the kernels read them: ``A1`` [FP, KP] and ``A2`` [FP, FP] (``[out, in]`` as
+    stored, zero-padded, in the operand type: the kernels' products are ``weights x activations^T``, the weights
+    the left operand), ``a1`` [FP] and the scales ``s1``/``s2`` [FP] (compute dtype; ones when unquantized --
+    the kernels skip them then)."""
 
-    A1T: torch.Tensor
+    A1: torch.Tensor
     a1: torch.Tensor
-    A2T: torch.Tensor
+    A2: torch.Tensor
     s1: torch.Tensor
     s2: torch.Tensor
     F: int
@@ -100,10 +106,11 @@ class FilterPlan:
 
 @dataclass
 class TablePlan:
-    """One block's table as the kernels read it: ``tab`` [n, Q, FP] (zero-padded channels; float16/bfloat16 as
-    stored, else the compute dtype or float32), ``scale`` [Q, FP] and ``scal`` ``[rc_graph, r_end, 1/h, n-2]``
-    (compute dtype, on the device); ``scaled``: some scale is not 1 (the kernels' ``SCALE``); ``cutoff``: the
-    pair cutoff ``min(rc_graph, r_end)`` (the tile flags' radius: the filter is zero beyond ``r_end``)."""
+    """One block's table as the kernels read it: ``tab`` [NCG, n, Q, FC] (channels zero-padded to ``FP = NCG FC``,
+    grouped by :data:`TABLE_GROUP`; float16/bfloat16 as stored, else the compute dtype or float32), ``scale``
+    [Q, FP] and ``scal`` ``[rc_graph, r_end, 1/h, n-2]`` (compute dtype, on the device); ``scaled``: some scale
+    is not 1 (the kernels' ``SCALE``); ``cutoff``: the pair cutoff ``min(rc_graph, r_end)`` (the tile flags'
+    radius: the filter is zero beyond ``r_end``)."""
 
     tab: torch.Tensor
     scale: torch.Tensor
@@ -114,6 +121,8 @@ class TablePlan:
     n: int
     scaled: bool
     cutoff: float
+    FC: int = TABLE_GROUP
+    NCG: int = 1
 
 
 def plan_basis(offsets, coeffs, basis: str, alpha: float, lower: float, rc_graph: float, rc_rbf: float,
@@ -133,7 +142,7 @@ def plan_basis(offsets, coeffs, basis: str, alpha: float, lower: float, rc_graph
 
 
 def plan_filter(A1, a1, A2, KP: int, dtype, dot: str, A1_scale=None, A2_scale=None) -> FilterPlan:
-    """Padded, transposed weights in the operand type of ``dot`` (a name of :data:`DOTS`, already resolved):
+    """Padded weights (as stored: ``[out, in]``) in the operand type of ``dot`` (a name of :data:`DOTS`, already resolved):
     16-bit for bf16/fp16 products, else the compute dtype. Quantized (scales given): ``A1``/``A2`` are the 16-bit
     values; with 16-bit products of their own type (:func:`resolve_dot` refuses the other one) they go to the
     kernels unchanged with the scales separately, with tf32 / exact products dequantized here."""
@@ -157,12 +166,12 @@ def plan_filter(A1, a1, A2, KP: int, dtype, dot: str, A1_scale=None, A2_scale=No
         # iteration (and spill: tools/gpu_fit.py)
         A1, A2 = dequantize_weight(A1, A1_scale, dtype), dequantize_weight(A2, A2_scale, dtype)
         quant = False
-    FP = pow2(F, 32)           # >= 32: the backward kernel works in two halves of >= 16 channels
+    FP = pow2(F, 32)           # >= 32: the kernels work on halves of >= 16 channels (tl.dot's least)
     dev = A1.device
-    A1T = torch.zeros(KP, FP, dtype=wdtype, device=dev)
-    A2T = torch.zeros(FP, FP, dtype=wdtype, device=dev)
-    A1T[:K, :F] = A1.t().to(wdtype)
-    A2T[:F, :F] = A2.t().to(wdtype)
+    A1p = torch.zeros(FP, KP, dtype=wdtype, device=dev)
+    A2p = torch.zeros(FP, FP, dtype=wdtype, device=dev)
+    A1p[:F, :K] = A1.to(wdtype)
+    A2p[:F, :F] = A2.to(wdtype)
     a1p = torch.zeros(FP, dtype=dtype, device=dev)
     a1p[:F] = a1.to(dtype)
     s1 = torch.ones(FP, dtype=dtype, device=dev)
@@ -170,7 +179,7 @@ def plan_filter(A1, a1, A2, KP: int, dtype, dot: str, A1_scale=None, A2_scale=No
     if quant:
         s1[:F] = A1_scale.to(dtype)
         s2[:F] = A2_scale.to(dtype)
-    return FilterPlan(A1T, a1p, A2T, s1, s2, F, FP, quant, DOTS[dot])
+    return FilterPlan(A1p, a1p, A2p, s1, s2, F, FP, quant, DOTS[dot])
 
 
 def basis_coeffs(kind: str, centers: torch.Tensor, widths: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -202,12 +211,15 @@ def plan_table(table: torch.Tensor, scale: torch.Tensor, r_end: float, F: int, d
     if not (math.isfinite(r_end) and r_end > 0.0) or not rc_graph > 0.0:
         raise ValueError(f"flashschnet: r_end and rc_graph must be positive lengths, got {r_end}, {rc_graph}")
     sdtype = dtype if table.dtype == torch.float64 else table.dtype   # float64 values: rounded as loaded would be
-    FP = pow2(F, 16)
-    tab = torch.zeros(n, Q, FP, dtype=sdtype, device=device)
-    tab[:, :, :F] = table.to(device, sdtype)
+    FP = pow2(F, 32)           # >= 32: the node kernels' products work in 32 x 32 blocks
+    FC = min(FP, TABLE_GROUP)
+    NCG = FP // FC
+    padded = torch.zeros(n, Q, FP, dtype=sdtype, device=device)
+    padded[:, :, :F] = table.to(device, sdtype)
+    tab = padded.reshape(n, Q, NCG, FC).permute(2, 0, 1, 3).contiguous()       # [NCG, n, Q, FC]
     sc = torch.ones(Q, FP, dtype=dtype, device=device)
     sc[:, :F] = scale.to(device, dtype)
     scaled = table.dtype in _SIXTEEN or bool((scale != 1).any())
     h = r_end / (n - 1)
     scal = torch.tensor([rc_graph, r_end, 1.0 / h, float(n - 2)], dtype=dtype).to(device)
-    return TablePlan(tab, sc, scal, int(F), FP, Q, n, scaled, min(rc_graph, r_end))
+    return TablePlan(tab, sc, scal, int(F), FP, Q, n, scaled, min(rc_graph, r_end), FC, NCG)

@@ -22,6 +22,7 @@ import torch
 from ..neighbors import VerletList
 from ..nn.table import difference_rows, hermite_matrix
 from ..nn.layout import BasisSpec, FilterWeights, TableWeights, is_table
+from .nodes import energy_forces_scaled
 
 
 def _cosine(d: torch.Tensor, rc: float) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -274,6 +275,11 @@ class TorchPairEngine:
         self.loops: Optional[_Loops] = None
         self._radial = None
         self._table_weights: dict = {}
+
+    def energy_forces(self, weights, positions: torch.Tensor, bead_types: torch.Tensor, scales=(1.0, 1.0, 1.0)):
+        """A whole step: the node-level PyTorch pass around this engine
+        (:func:`flashschnet.fused.nodes.energy_forces_scaled`)."""
+        return energy_forces_scaled(weights, positions, bead_types, self, scales)
 
     def prepare(self, positions: torch.Tensor) -> None:
         R, N = positions.shape[0], positions.shape[1]

@@ -1,264 +1,317 @@
-"""Fused Triton kernels of the continuous-filter convolution (CFConv) of CGSchNet: one tile-pair walk per pass,
-the filter variant a constexpr.
+"""Fused Triton kernels of the continuous-filter convolution (CFConv) of CGSchNet: persistent programs over the
+work list's items, forward and backward, for the tabulated filter (the default network) and the exact filter
+network.
 
 Only ``@triton.jit`` functions live here; what launches them is in :mod:`flashschnet.fused` (plans: cached padded
 weights, :mod:`~flashschnet.fused.plans`; persistent buffers, :mod:`~flashschnet.fused.workspace`; grids and the
 per-kernel ``num_warps``/``num_stages``, :mod:`~flashschnet.fused.launches`).
 
-A program walks the active tile pairs of its destination tile one pair block at a time (tiles, slots, pair blocks
-and the reduce kernel: :mod:`flashschnet.kernels.tiles`): :func:`_fwd_walk` (``m_i = sum_j W_ij h_j``) and
-:func:`_bwd_walk` (the feature and position gradients together, each filter evaluated once). What differs
-between the two filter variants is only how a pair block's filter ``W`` [B, FP] (and ``dW/dd``) is made --
-``TABLE`` (constexpr) chooses, and a branch on a constexpr is compiled away:
+Work decomposition (:mod:`flashschnet.kernels.tiles`: tiles, slots, the work list, items, partials). A kernel runs
+a fixed grid of persistent programs (about twice the multiprocessors); program ``p`` processes items ``p, p+G,
+...`` of the device-side work list, an item being one active tile pair ``(r, I, J)`` -- its ``B x B`` bead pairs
+at once, no walk over source beads, no triangular imbalance -- on one group of ``FC`` channels. It writes the
+pair's row partial (tile I) and, off the diagonal, its column partial (tile J) into the pair's fixed slot; the
+destination tiles' sums (:func:`~flashschnet.kernels.tiles._sum_partials`, in the reduce or node kernels) add
+them in a fixed order. No atomics: bitwise repeatable, and independent of the number of programs.
 
-* ``TABLE=False`` -- the exact filter network in registers (:mod:`flashschnet.kernels.filter_mlp`: basis,
-  envelopes, two layers on tensor cores; the backward on halves of the channels);
-* ``TABLE=True`` -- the tabulated filter of a compressed model (:mod:`flashschnet.kernels.filter_table`: a
-  gather and a few FMAs per element, no matrix products; the backward on all channels at once).
+* **Tables** (:func:`_cfconv_table_fwd_kernel`, :func:`_cfconv_table_bwd_kernel`): ``W`` and ``dW/dd`` [B, B, FC]
+  looked up per pair (:mod:`flashschnet.kernels.filter_table`: a gather and a few FMAs per element, no matrix
+  products); ``NCG = FP / FC`` channel groups per tile pair, a program keeping its group.
+* **Exact filter** (:func:`_cfconv_fwd_kernel`, :func:`_cfconv_bwd_kernel`): the filter network needs every
+  channel of its first layer for any output channel, so an item has all channels (``NCG = 1``) and runs the
+  tile pair as ``B / JB`` chunks of ``PB = B * JB`` pairs (``JB`` source beads against the ``B`` destination
+  beads): the basis ``[PB, KP]`` and the two products ``[PB, KP] x [KP, FP]`` and ``[PB, FP] x [FP, FP]`` with
+  ``PB >= 64`` rows per ``tl.dot`` (warpgroup MMA on sm_90), the backward's ``dW/dd`` in forward mode (the
+  basis tangent through the same products).
 
-The four kernels -- :func:`_cfconv_fwd_kernel`, :func:`_cfconv_bwd_kernel` (exact) and
-:func:`_cfconv_table_fwd_kernel`, :func:`_cfconv_table_bwd_kernel` (tables) -- are the walks with their filter's
-arguments (the other variant's pointers and constexprs are unused placeholders). Sharing the walk changed no
-binary's fit: ``tools/gpu_fit.py`` gives every kernel and variant the same registers, spill bytes (0), shared
-memory and stack as the four kernels written out separately did (sm_90, Triton 3.6.0).
+The backward kernels compute both gradients of a block's aggregation given ``gm = dE/dm``, each filter evaluated
+once: ``gh_j = sum_i W_ij gm_i`` (partials of width FP) and ``dE/dr`` through the distance dependence of ``W``
+with ``G_ij = gm_i h_j + gm_j h_i`` per pair (width-4 partials ``[x, y, z, 0]``; the tables' ``NP = NCG``
+partials per slot, one per channel group, the exact filter's one).
 """
 import triton
 import triton.language as tl
 
-from .filter_mlp import (_basis, _bwd_half, _cosine_env, _first_half, _first_layer, _load_basis,
-                         _second_from_half, _second_layer)
+from .filter_mlp import _basis, _cosine_env, _dot, _load_basis, _tanh
 from .filter_table import _load_scalars, _load_scales, _table_filter
-from .tiles import _column_geometry, _load_beads, _load_feat, _load_row, _slot_rows
+from .tiles import _item, _items, _load_beads, _load_rows
 
 
 @triton.jit
-def _fwd_walk(pos_ptr, h_ptr, flags_ptr, rowbuf_ptr, colbuf_ptr,
-              A1T_ptr, a1_ptr, A2T_ptr, s1_ptr, s2_ptr, mu_ptr, cf_ptr, tab_ptr, sc_ptr, scal_ptr,
-              N, T, S, SO,
-              B: tl.constexpr, F: tl.constexpr, FP: tl.constexpr, TABLE: tl.constexpr,
-              KP: tl.constexpr, BASIS: tl.constexpr, RBF_ENV: tl.constexpr, FILT_ENV: tl.constexpr,
-              QUANT: tl.constexpr, DOT: tl.constexpr, EMU: tl.constexpr, Q: tl.constexpr, SCALE: tl.constexpr):
-    """``m_i = sum_j W_ij h_j``: program ``g = r*T + I`` writes its row partial ``rowbuf[g]`` [B, F] and, per
-    active off-diagonal tile pair, the column partial ``colbuf[row]`` [B, F]. A pair block is the B beads of
-    tile I against one source bead j (all 2-D: [B, KP] / [B, FP] products)."""
-    g = tl.program_id(0)
-    r = g // T
-    I = g % T
-    # the filter's weights and scalars, staged once per program
-    if TABLE:
-        ff = tl.arange(0, FP)
-        rc, inv_h, kmax = _load_scalars(scal_ptr)
-        q0, q1, q2 = _load_scales(sc_ptr, ff, FP, Q, SCALE)
-    else:
-        kk = tl.arange(0, KP)
-        ff = tl.arange(0, FP)
-        A1T = tl.load(A1T_ptr + kk[:, None] * FP + ff[None, :])
-        A2T = tl.load(A2T_ptr + ff[:, None] * FP + ff[None, :])
-        a1 = tl.load(a1_ptr + ff)
-        s1 = tl.load(s1_ptr + ff)
-        s2 = tl.load(s2_ptr + ff)
-        mu, cf, rc, rc_rbf, rc_f, alpha, lower = _load_basis(mu_ptr, cf_ptr, scal_ptr, kk)
-
+def _pair_geometry(pos_ptr, r, I, J, j0, N, rc, B: tl.constexpr, JN: tl.constexpr):
+    """The pairs of destination tile ``I`` (rows, ``B`` beads) against source beads ``J*B + j0 .. + JN - 1``
+    (columns): bead indices and validity of both, ``r_j - r_i`` [B, JN], the pair mask (both real, ``i != j``,
+    ``d < rc``) and ``d`` (1 where masked)."""
     bi, vi, xi, yi, zi = _load_beads(pos_ptr, r, I * B, N, B)
-    hI = _load_feat(h_ptr, r, bi, vi, N, F, 0, FP)
-    acc = tl.zeros((B, FP), dtype=hI.dtype)
-    fm = ff < F
-    slot, offrow = _slot_rows(r, I, T, S, SO)
-    for J in range(I, T):
-        if tl.load(flags_ptr + slot + J) != 0:
-            for jj in range(0, tl.minimum(N - J * B, B)):     # the real beads of tile J (a runtime bound)
-                j = J * B + jj
-                dx, dy, dz, d, mask, vj = _column_geometry(pos_ptr, r, j, N, xi, yi, zi, bi, vi, rc)
-                hj = _load_row(h_ptr, r, j, vj, N, F, 0, FP)
-                if TABLE:
-                    W, _ = _table_filter(d, mask, tab_ptr, ff, q0, q1, q2, inv_h, kmax, FP, Q, SCALE, False)
-                else:
-                    e, de = _basis(d, mu, cf, alpha, lower, rc_rbf, BASIS, RBF_ENV)
-                    s = _first_layer(e, A1T, a1, s1, QUANT, DOT, EMU)
-                    y = _second_layer(s, A2T, s2, QUANT, DOT, EMU)
-                    cfv, dcf = _cosine_env(d, rc_f, FILT_ENV)
-                    W = tl.where(mask[:, None], y * cfv[:, None], 0.0)         # [B, FP]
-                acc += W * hj[None, :]
-                if J > I:
-                    col = tl.sum(W * hI, axis=0)                                # [FP]
-                    tl.store(colbuf_ptr + ((offrow + J).to(tl.int64) * B + jj) * F + ff, col, mask=fm)
-    bl = tl.arange(0, B)
-    off = g.to(tl.int64) * (B * F) + bl[:, None] * F + ff[None, :]
-    tl.store(rowbuf_ptr + off, acc, mask=fm[None, :])
+    bj, vj, xj, yj, zj = _load_beads(pos_ptr, r, J * B + j0, N, JN)
+    dx = xj[None, :] - xi[:, None]
+    dy = yj[None, :] - yi[:, None]
+    dz = zj[None, :] - zi[:, None]
+    d = tl.sqrt(dx * dx + dy * dy + dz * dz)
+    mask = vi[:, None] & vj[None, :] & (d < rc) & (bi[:, None] != bj[None, :])
+    d = tl.where(mask, d, 1.0)
+    return bi, vi, bj, vj, dx, dy, dz, d, mask
 
 
 @triton.jit
-def _bwd_walk(pos_ptr, h_ptr, gm_ptr, flags_ptr, rowbuf_ptr, colbuf_ptr, prow_ptr, pcol_ptr,
-              A1T_ptr, a1_ptr, A2T_ptr, s1_ptr, s2_ptr, mu_ptr, cf_ptr, tab_ptr, sc_ptr, scal_ptr,
-              N, T, S, SO,
-              B: tl.constexpr, F: tl.constexpr, FP: tl.constexpr, TABLE: tl.constexpr,
-              KP: tl.constexpr, BASIS: tl.constexpr, RBF_ENV: tl.constexpr, FILT_ENV: tl.constexpr,
-              QUANT: tl.constexpr, DOT: tl.constexpr, EMU: tl.constexpr, Q: tl.constexpr, SCALE: tl.constexpr):
-    """Both gradients of a block's aggregation given ``gm = dE/dm``, each filter evaluated once:
-    ``gh_j = sum_i W_ij gm_i`` (partials ``rowbuf``/``colbuf``, width F) and ``dE/dr`` through the distance
-    dependence of ``W`` with ``G_ij = gm_i h_j + gm_j h_i`` per unordered pair (partials ``prow``/``pcol``,
-    width 3). The exact filter's ``dW/dd`` is computed in forward mode (the tangent of the basis through the same
-    products), every product on halves of the filter channels (weights staged as [KP, FP/2] and [FP/2, FP/2]
-    blocks: :func:`~flashschnet.kernels.filter_mlp._first_half`, ``_second_from_half``, ``_bwd_half``), one
-    input half at a time, so the operands held in registers stay few enough for an H100/H200
-    (``tools/gpu_fit.py``). The table's ``W`` and ``dW/dd`` are looked up once per pair block, all channels at
-    once (without weight matrices in registers the whole width fits)."""
-    g = tl.program_id(0)
-    r = g // T
-    I = g % T
-    # the filter's weights and scalars, staged once per program (exact: in blocks of half the channels)
-    if TABLE:
-        ff = tl.arange(0, FP)
-        fm = ff < F
-        rc, inv_h, kmax = _load_scalars(scal_ptr)
-        q0, q1, q2 = _load_scales(sc_ptr, ff, FP, Q, SCALE)
+def _store_rows(ptr, row0, n: tl.constexpr, W: tl.constexpr, c, val):
+    """``val`` [n, C] into rows ``row0 .. row0+n-1`` of a row-major buffer of width ``W``, columns ``c``."""
+    b = tl.arange(0, n)
+    tl.store(ptr + (row0 + b.to(tl.int64))[:, None] * W + c[None, :], val)
+
+
+@triton.jit
+def _xyz0(ax, ay, az):
+    """``[ax, ay, az, 0]`` [n, 4] of three [n] vectors (a width-4 position partial)."""
+    k = tl.arange(0, 4)[None, :]
+    return tl.where(k == 0, ax[:, None], tl.where(k == 1, ay[:, None], tl.where(k == 2, az[:, None], 0.0)))
+
+
+# ------------------------------------------------------------------------------------------ tabulated filter
+
+
+@triton.jit
+def _cfconv_table_fwd_kernel(pos_ptr, h_ptr, list_ptr, counts_ptr, rowpart_ptr, colpart_ptr, tab_ptr, sc_ptr,
+                             scal_ptr, R, N, T, S, h_rs, knots,
+                             B: tl.constexpr, JB: tl.constexpr, FC: tl.constexpr, FP: tl.constexpr,
+                             NCG: tl.constexpr, Q: tl.constexpr, SCALE: tl.constexpr, RP: tl.constexpr):
+    """``m_i = sum_j W_ij h_j`` with the tabulated filter: per item the row partial ``sum_j W_ij h_j`` [B, FC] of
+    tile I and (``I < J``) the column partial ``sum_i W_ij h_i`` of tile J, the tile pair in chunks of ``JB``
+    source beads (``[B, JB, FC]`` tensors). ``h`` rows: ``r * h_rs + bead`` (``h_rs = 0``: one row per bead shared
+    by every replica). ``tab`` [NCG, knots, Q, FC], ``sc`` [Q, FP], ``scal`` ``[rc_graph, r_end, 1/h, knots -
+    2]``."""
+    pid = tl.program_id(0)
+    G = tl.num_programs(0)
+    rc, inv_h, kmax = _load_scalars(scal_ptr)
+    rr, cnt, incl, total = _items(counts_ptr, R, NCG, RP)
+    c = tl.arange(0, FC)
+    for w in range(pid, total, G):
+        r, I, J, slot, cg = _item(w, list_ptr, S, T, rr, cnt, incl, NCG)
+        ch = cg * FC + c
+        s0, s1, s2 = _load_scales(sc_ptr, ch, FP, Q, SCALE)
+        tab = tab_ptr + cg * (knots * Q * FC)
+        h0 = r.to(tl.int64) * h_rs
+        row0 = (r.to(tl.int64) * S + slot) * B
+        bi, vi, xi, yi, zi = _load_beads(pos_ptr, r, I * B, N, B)
+        hI = _load_rows(h_ptr, h0, bi, vi, FP, ch)
+        acc = tl.zeros((B, FC), dtype=hI.dtype)
+        for jc in range(0, B // JB):
+            bi, vi, bj, vj, dx, dy, dz, d, mask = _pair_geometry(pos_ptr, r, I, J, jc * JB, N, rc, B, JB)
+            W, W2 = _table_filter(d, mask, tab, c, s0, s1, s2, inv_h, kmax, FC, Q, SCALE, False)
+            hJ = _load_rows(h_ptr, h0, bj, vj, FP, ch)
+            acc += tl.sum(W * hJ[None, :, :], axis=1)
+            if I != J:
+                _store_rows(colpart_ptr, row0 + jc * JB, JB, FP, ch, tl.sum(W * hI[:, None, :], axis=0))
+        _store_rows(rowpart_ptr, row0, B, FP, ch, acc)
+
+
+@triton.jit
+def _cfconv_table_bwd_kernel(pos_ptr, h_ptr, gm_ptr, list_ptr, counts_ptr, rowpart_ptr, colpart_ptr, prow_ptr,
+                             pcol_ptr, tab_ptr, sc_ptr, scal_ptr, R, N, T, S, h_rs, knots,
+                             B: tl.constexpr, JB: tl.constexpr, FC: tl.constexpr, FP: tl.constexpr,
+                             NCG: tl.constexpr, Q: tl.constexpr, SCALE: tl.constexpr, RP: tl.constexpr):
+    """Both gradients with the tabulated filter: per item the feature-gradient partials (``sum_j W_ij gm_j`` of
+    tile I, ``sum_i W_ij gm_i`` of tile J) and the position-gradient partials of its channel group
+    (``c_ij = sum_c G_ijc dW_ijc / d_ij``: ``-sum_j c_ij (r_j - r_i)`` for i, ``sum_i c_ij (r_j - r_i)`` for j;
+    slot row ``(r*S + slot)*NCG + group``), in chunks of ``JB`` source beads."""
+    pid = tl.program_id(0)
+    G = tl.num_programs(0)
+    rc, inv_h, kmax = _load_scalars(scal_ptr)
+    rr, cnt, incl, total = _items(counts_ptr, R, NCG, RP)
+    c = tl.arange(0, FC)
+    k4 = tl.arange(0, 4)
+    for w in range(pid, total, G):
+        r, I, J, slot, cg = _item(w, list_ptr, S, T, rr, cnt, incl, NCG)
+        ch = cg * FC + c
+        s0, s1, s2 = _load_scales(sc_ptr, ch, FP, Q, SCALE)
+        tab = tab_ptr + cg * (knots * Q * FC)
+        h0 = r.to(tl.int64) * h_rs
+        g0 = r.to(tl.int64) * N
+        row0 = (r.to(tl.int64) * S + slot) * B
+        prow0 = ((r.to(tl.int64) * S + slot) * NCG + cg) * B
+        bi, vi, xi, yi, zi = _load_beads(pos_ptr, r, I * B, N, B)
+        hI = _load_rows(h_ptr, h0, bi, vi, FP, ch)
+        gI = _load_rows(gm_ptr, g0, bi, vi, FP, ch)
+        acc = tl.zeros((B, FC), dtype=hI.dtype)
+        ax = tl.zeros((B,), dtype=hI.dtype)
+        ay = tl.zeros((B,), dtype=hI.dtype)
+        az = tl.zeros((B,), dtype=hI.dtype)
+        for jc in range(0, B // JB):
+            bi, vi, bj, vj, dx, dy, dz, d, mask = _pair_geometry(pos_ptr, r, I, J, jc * JB, N, rc, B, JB)
+            W, dW = _table_filter(d, mask, tab, c, s0, s1, s2, inv_h, kmax, FC, Q, SCALE, True)
+            hJ = _load_rows(h_ptr, h0, bj, vj, FP, ch)
+            gJ = _load_rows(gm_ptr, g0, bj, vj, FP, ch)
+            Gp = gI[:, None, :] * hJ[None, :, :] + gJ[None, :, :] * hI[:, None, :]  # W, dW are 0 where masked
+            cc = tl.where(mask, tl.sum(Gp * dW, axis=2) / d, 0.0)                   # this group's dE/dd / d
+            acc += tl.sum(W * gJ[None, :, :], axis=1)
+            ax -= tl.sum(cc * dx, axis=1)
+            ay -= tl.sum(cc * dy, axis=1)
+            az -= tl.sum(cc * dz, axis=1)
+            if I != J:
+                _store_rows(colpart_ptr, row0 + jc * JB, JB, FP, ch, tl.sum(W * gI[:, None, :], axis=0))
+                _store_rows(pcol_ptr, prow0 + jc * JB, JB, 4, k4, _xyz0(tl.sum(cc * dx, axis=0),
+                                                                       tl.sum(cc * dy, axis=0),
+                                                                       tl.sum(cc * dz, axis=0)))
+        _store_rows(rowpart_ptr, row0, B, FP, ch, acc)
+        _store_rows(prow_ptr, prow0, B, 4, k4, _xyz0(ax, ay, az))
+
+
+# ------------------------------------------------------------------------------------------ exact filter network
+
+
+@triton.jit
+def _input_half(e, de, A1T_c, a1_c, s1_c, A2T_cg, y, dy, QUANT: tl.constexpr, DOT: tl.constexpr,
+                EMU: tl.constexpr, DERIV: tl.constexpr):
+    """One half ``c`` of the first layer's output channels for ``PB`` pairs: ``s_c = tanh(e A1_c^T + a1_c)`` (and,
+    with ``DERIV``, its forward-mode tangent ``ds_c = (1 - s_c^2) (de A1_c^T)``), added through the second layer's
+    rows ``c`` of the program's channel group to ``y`` (and ``dy``) [PB, FC]. One input half at a time: its
+    operands die before the other half's are made (what keeps 64-row products in an H100/H200's registers)."""
+    u = _dot(e, A1T_c, DOT, EMU)
+    if QUANT:
+        u = u * s1_c[None, :]
+    s = _tanh(u.to(e.dtype) + a1_c[None, :])
+    y += _dot(s, A2T_cg, DOT, EMU)
+    if DERIV:
+        du = _dot(de, A1T_c, DOT, EMU)
+        if QUANT:
+            du = du * s1_c[None, :]
+        dy += _dot(du.to(s.dtype) * (1.0 - s * s), A2T_cg, DOT, EMU)
+    return y, dy
+
+
+@triton.jit
+def _exact_filter(d, mask, mu, cf, alpha, lower, rc_rbf, rc_f, wts, BASIS: tl.constexpr, RBF_ENV: tl.constexpr,
+                  FILT_ENV: tl.constexpr, QUANT: tl.constexpr, DOT: tl.constexpr, EMU: tl.constexpr,
+                  DERIV: tl.constexpr, FC: tl.constexpr):
+    """The filter ``W`` [PB, FC] of ``PB`` pairs (distances ``d`` [PB]; zero where not ``mask``) on the program's
+    channel group, and with ``DERIV`` ``dW/dd`` in forward mode (else ``W``); ``wts`` from :func:`_load_filter`."""
+    A1T_lo, A1T_hi, a1_lo, a1_hi, s1_lo, s1_hi, A2T_lo, A2T_hi, s2 = wts
+    e, de = _basis(d, mu, cf, alpha, lower, rc_rbf, BASIS, RBF_ENV)
+    dmax = d * 0.0 + 1.0
+    if DERIV and DOT == 3:
+        # float16 operands: de spans many decades (far basis functions) and would underflow; the tangent is
+        # linear in it, so carry it scaled to 1 per pair and scale back at the end
+        dmax = tl.max(tl.abs(de), axis=1)
+        dmax = tl.where(dmax > 0.0, dmax, 1.0)
+        de = de / dmax[:, None]
+    acc_t: tl.constexpr = tl.float64 if d.dtype == tl.float64 else tl.float32
+    y = tl.zeros((d.shape[0], FC), dtype=acc_t)
+    dy = tl.zeros((d.shape[0], FC), dtype=acc_t)
+    y, dy = _input_half(e, de, A1T_lo, a1_lo, s1_lo, A2T_lo, y, dy, QUANT, DOT, EMU, DERIV)
+    y, dy = _input_half(e, de, A1T_hi, a1_hi, s1_hi, A2T_hi, y, dy, QUANT, DOT, EMU, DERIV)
+    if QUANT:
+        y = y * s2[None, :]
+        dy = dy * s2[None, :]
+    y = y.to(d.dtype)
+    cfv, dcf = _cosine_env(d, rc_f, FILT_ENV)
+    W = tl.where(mask[:, None], y * cfv[:, None], 0.0)
+    if DERIV:
+        dy = dy.to(d.dtype) * dmax[:, None]
+        dW = tl.where(mask[:, None], dy * cfv[:, None] + y * dcf[:, None], 0.0)
     else:
-        FC: tl.constexpr = FP // 2
-        kk = tl.arange(0, KP)
-        fh = tl.arange(0, FC)
-        A1T_lo = tl.load(A1T_ptr + kk[:, None] * FP + fh[None, :])              # [KP, FC]
-        A1T_hi = tl.load(A1T_ptr + kk[:, None] * FP + FC + fh[None, :])
-        A2T_ll = tl.load(A2T_ptr + fh[:, None] * FP + fh[None, :])              # in low  -> out low
-        A2T_hl = tl.load(A2T_ptr + (FC + fh)[:, None] * FP + fh[None, :])       # in high -> out low
-        A2T_lh = tl.load(A2T_ptr + fh[:, None] * FP + FC + fh[None, :])         # in low  -> out high
-        A2T_hh = tl.load(A2T_ptr + (FC + fh)[:, None] * FP + FC + fh[None, :])  # in high -> out high
-        a1_lo = tl.load(a1_ptr + fh)
-        a1_hi = tl.load(a1_ptr + FC + fh)
-        s1_lo = tl.load(s1_ptr + fh)
-        s1_hi = tl.load(s1_ptr + FC + fh)
-        s2_lo = tl.load(s2_ptr + fh)
-        s2_hi = tl.load(s2_ptr + FC + fh)
-        mu, cf, rc, rc_rbf, rc_f, alpha, lower = _load_basis(mu_ptr, cf_ptr, scal_ptr, kk)
-
-    bi, vi, xi, yi, zi = _load_beads(pos_ptr, r, I * B, N, B)
-    if TABLE:
-        hI = _load_feat(h_ptr, r, bi, vi, N, F, 0, FP)
-        gI = _load_feat(gm_ptr, r, bi, vi, N, F, 0, FP)
-        acc = tl.zeros((B, FP), dtype=hI.dtype)
-    else:
-        hI_lo = _load_feat(h_ptr, r, bi, vi, N, F, 0, FC)
-        hI_hi = _load_feat(h_ptr, r, bi, vi, N, F, FC, FC)
-        gI_lo = _load_feat(gm_ptr, r, bi, vi, N, F, 0, FC)
-        gI_hi = _load_feat(gm_ptr, r, bi, vi, N, F, FC, FC)
-        acc_lo = tl.zeros((B, FC), dtype=hI_lo.dtype)
-        acc_hi = tl.zeros((B, FC), dtype=hI_lo.dtype)
-    ax = tl.zeros((B,), dtype=xi.dtype)
-    ay = tl.zeros((B,), dtype=xi.dtype)
-    az = tl.zeros((B,), dtype=xi.dtype)
-    slot, offrow = _slot_rows(r, I, T, S, SO)
-    for J in range(I, T):
-        if tl.load(flags_ptr + slot + J) != 0:
-            for jj in range(0, tl.minimum(N - J * B, B)):     # the real beads of tile J (a runtime bound)
-                j = J * B + jj
-                dx, dy, dz, d, mask, vj = _column_geometry(pos_ptr, r, j, N, xi, yi, zi, bi, vi, rc)
-                if TABLE:
-                    W, dW = _table_filter(d, mask, tab_ptr, ff, q0, q1, q2, inv_h, kmax, FP, Q, SCALE, True)
-                    hj = _load_row(h_ptr, r, j, vj, N, F, 0, FP)
-                    gj = _load_row(gm_ptr, r, j, vj, N, F, 0, FP)
-                    acc += W * gj[None, :]
-                    G = gI * hj[None, :] + gj[None, :] * hI                      # W, dW are 0 where masked
-                    c = tl.where(mask, tl.sum(G * dW, axis=1) / d, 0.0)          # dE/dd / d
-                else:
-                    e, de = _basis(d, mu, cf, alpha, lower, rc_rbf, BASIS, RBF_ENV)
-                    if DOT == 3:
-                        # float16 operands: de spans many decades (far basis functions) and would underflow;
-                        # the tangent is linear in it, so carry it scaled to 1 per pair and scale back at the end
-                        dmax = tl.max(tl.abs(de), axis=1)
-                        dmax = tl.where(dmax > 0.0, dmax, 1.0)
-                        den = de / dmax[:, None]
-                    else:
-                        dmax = d
-                        den = de
-                    # one input half at a time: its A operands die before the other half's are made
-                    s_c, ds_c = _first_half(e, den, A1T_lo, a1_lo, s1_lo, QUANT, DOT, EMU)
-                    y_lo, y_hi, yd_lo, yd_hi = _second_from_half(s_c, ds_c, A2T_ll, A2T_lh, DOT, EMU)
-                    s_c, ds_c = _first_half(e, den, A1T_hi, a1_hi, s1_hi, QUANT, DOT, EMU)
-                    p_lo, p_hi, pd_lo, pd_hi = _second_from_half(s_c, ds_c, A2T_hl, A2T_hh, DOT, EMU)
-                    cfv, dcf = _cosine_env(d, rc_f, FILT_ENV)
-                    hj = _load_row(h_ptr, r, j, vj, N, F, 0, FC)
-                    gj = _load_row(gm_ptr, r, j, vj, N, F, 0, FC)
-                    row_lo, dd_lo, col_lo = _bwd_half(y_lo + p_lo, yd_lo + pd_lo, s2_lo, dmax, cfv, dcf, mask,
-                                                      hI_lo, gI_lo, hj, gj, QUANT, DOT)
-                    acc_lo += row_lo
-                    hj = _load_row(h_ptr, r, j, vj, N, F, FC, FC)
-                    gj = _load_row(gm_ptr, r, j, vj, N, F, FC, FC)
-                    row_hi, dd_hi, col_hi = _bwd_half(y_hi + p_hi, yd_hi + pd_hi, s2_hi, dmax, cfv, dcf, mask,
-                                                      hI_hi, gI_hi, hj, gj, QUANT, DOT)
-                    acc_hi += row_hi
-                    c = tl.where(mask, (dd_lo + dd_hi) / d, 0.0)                  # dE/dd / d
-                ax -= c * dx                                                    # member i: -c (r_j - r_i)
-                ay -= c * dy
-                az -= c * dz
-                if J > I:
-                    row = (offrow + J).to(tl.int64) * B + jj
-                    if TABLE:
-                        tl.store(colbuf_ptr + row * F + ff, tl.sum(W * gI, axis=0), mask=fm)
-                    else:
-                        tl.store(colbuf_ptr + row * F + fh, col_lo, mask=fh < F)
-                        tl.store(colbuf_ptr + row * F + FC + fh, col_hi, mask=FC + fh < F)
-                    tl.store(pcol_ptr + row * 3 + 0, tl.sum(c * dx, axis=0))
-                    tl.store(pcol_ptr + row * 3 + 1, tl.sum(c * dy, axis=0))
-                    tl.store(pcol_ptr + row * 3 + 2, tl.sum(c * dz, axis=0))
-    bl = tl.arange(0, B)
-    if TABLE:
-        off = g.to(tl.int64) * (B * F) + bl[:, None] * F + ff[None, :]
-        tl.store(rowbuf_ptr + off, acc, mask=fm[None, :])
-    else:
-        off = g.to(tl.int64) * (B * F) + bl[:, None] * F + fh[None, :]
-        tl.store(rowbuf_ptr + off, acc_lo, mask=(fh < F)[None, :])
-        tl.store(rowbuf_ptr + off + FC, acc_hi, mask=(FC + fh < F)[None, :])
-    base = prow_ptr + g.to(tl.int64) * (B * 3) + bl * 3
-    tl.store(base + 0, ax)
-    tl.store(base + 1, ay)
-    tl.store(base + 2, az)
+        dW = W
+    return W, dW
 
 
 @triton.jit
-def _cfconv_fwd_kernel(pos_ptr, h_ptr, flags_ptr, rowbuf_ptr, colbuf_ptr,
-                       A1T_ptr, a1_ptr, A2T_ptr, s1_ptr, s2_ptr, mu_ptr, cf_ptr, scal_ptr,
-                       N, T, S, SO,
-                       B: tl.constexpr, KP: tl.constexpr, F: tl.constexpr, FP: tl.constexpr,
-                       BASIS: tl.constexpr, RBF_ENV: tl.constexpr, FILT_ENV: tl.constexpr, QUANT: tl.constexpr,
-                       DOT: tl.constexpr, EMU: tl.constexpr):
-    """:func:`_fwd_walk` with the exact filter network (``scal``: ``[rc_graph, rc_rbf, rc_f, alpha, lower]``)."""
-    _fwd_walk(pos_ptr, h_ptr, flags_ptr, rowbuf_ptr, colbuf_ptr, A1T_ptr, a1_ptr, A2T_ptr, s1_ptr, s2_ptr, mu_ptr,
-              cf_ptr, scal_ptr, scal_ptr, scal_ptr, N, T, S, SO, B, F, FP, False, KP, BASIS, RBF_ENV, FILT_ENV,
-              QUANT, DOT, EMU, 2, False)
+def _load_filter(A1_ptr, a1_ptr, A2_ptr, s1_ptr, s2_ptr, ch, KP: tl.constexpr, FP: tl.constexpr):
+    """The filter network's weights, staged once per program, transposed as the products take them and in halves
+    of the first layer's outputs: ``A1^T`` [KP, FP/2] x 2, ``a1``, ``s1`` [FP/2] x 2, and the program's channel
+    group ``ch`` of the second layer, ``A2[ch, c]^T`` [FP/2, FC] x 2, and of ``s2`` [FC]."""
+    FH: tl.constexpr = FP // 2
+    kk = tl.arange(0, KP)
+    lo = tl.arange(0, FH)
+    hi = FH + lo
+    return (tl.load(A1_ptr + lo[None, :] * KP + kk[:, None]), tl.load(A1_ptr + hi[None, :] * KP + kk[:, None]),
+            tl.load(a1_ptr + lo), tl.load(a1_ptr + hi), tl.load(s1_ptr + lo), tl.load(s1_ptr + hi),
+            tl.load(A2_ptr + ch[None, :] * FP + lo[:, None]), tl.load(A2_ptr + ch[None, :] * FP + hi[:, None]),
+            tl.load(s2_ptr + ch))
 
 
 @triton.jit
-def _cfconv_bwd_kernel(pos_ptr, h_ptr, gm_ptr, flags_ptr, rowbuf_ptr, colbuf_ptr, prow_ptr, pcol_ptr,
-                       A1T_ptr, a1_ptr, A2T_ptr, s1_ptr, s2_ptr, mu_ptr, cf_ptr, scal_ptr,
-                       N, T, S, SO,
-                       B: tl.constexpr, KP: tl.constexpr, F: tl.constexpr, FP: tl.constexpr,
-                       BASIS: tl.constexpr, RBF_ENV: tl.constexpr, FILT_ENV: tl.constexpr, QUANT: tl.constexpr,
-                       DOT: tl.constexpr, EMU: tl.constexpr):
-    """:func:`_bwd_walk` with the exact filter network."""
-    _bwd_walk(pos_ptr, h_ptr, gm_ptr, flags_ptr, rowbuf_ptr, colbuf_ptr, prow_ptr, pcol_ptr, A1T_ptr, a1_ptr,
-              A2T_ptr, s1_ptr, s2_ptr, mu_ptr, cf_ptr, scal_ptr, scal_ptr, scal_ptr, N, T, S, SO, B, F, FP, False,
-              KP, BASIS, RBF_ENV, FILT_ENV, QUANT, DOT, EMU, 2, False)
+def _cfconv_fwd_kernel(pos_ptr, h_ptr, list_ptr, counts_ptr, rowpart_ptr, colpart_ptr,
+                       A1_ptr, a1_ptr, A2_ptr, s1_ptr, s2_ptr, mu_ptr, cf_ptr, scal_ptr, R, N, T, S, h_rs,
+                       B: tl.constexpr, JB: tl.constexpr, KP: tl.constexpr, FC: tl.constexpr, FP: tl.constexpr,
+                       NCG: tl.constexpr, BASIS: tl.constexpr, RBF_ENV: tl.constexpr, FILT_ENV: tl.constexpr,
+                       QUANT: tl.constexpr, DOT: tl.constexpr, EMU: tl.constexpr, RP: tl.constexpr):
+    """``m_i = sum_j W_ij h_j`` with the exact filter network (``scal``: ``[rc_graph, rc_rbf, rc_f, alpha,
+    lower]``): per item the tile pair's ``FC`` output channels of the program's group (the grid is a multiple of
+    ``NCG``), in chunks of ``JB`` source beads, ``B * JB`` pairs per product (the first layer, all channels, per
+    item); channels along the rows (``W^T``)."""
+    pid = tl.program_id(0)
+    G = tl.num_programs(0)
+    PB: tl.constexpr = B * JB
+    kk = tl.arange(0, KP)
+    ch = (pid % NCG) * FC + tl.arange(0, FC)
+    wts = _load_filter(A1_ptr, a1_ptr, A2_ptr, s1_ptr, s2_ptr, ch, KP, FP)
+    mu, cf, rc, rc_rbf, rc_f, alpha, lower = _load_basis(mu_ptr, cf_ptr, scal_ptr, kk)
+    rr, cnt, incl, total = _items(counts_ptr, R, NCG, RP)
+    for w in range(pid, total, G):
+        r, I, J, slot, cg = _item(w, list_ptr, S, T, rr, cnt, incl, NCG)
+        h0 = r.to(tl.int64) * h_rs
+        row0 = (r.to(tl.int64) * S + slot) * B
+        bi, vi, xi, yi, zi = _load_beads(pos_ptr, r, I * B, N, B)
+        hI = _load_rows(h_ptr, h0, bi, vi, FP, ch)
+        acc = tl.zeros((B, FC), dtype=hI.dtype)
+        for jc in range(0, B // JB):
+            bi, vi, bj, vj, dx, dy, dz, d, mask = _pair_geometry(pos_ptr, r, I, J, jc * JB, N, rc, B, JB)
+            W, dW = _exact_filter(tl.reshape(d, [PB]), tl.reshape(mask, [PB]), mu, cf, alpha, lower, rc_rbf, rc_f,
+                                  wts, BASIS, RBF_ENV, FILT_ENV, QUANT, DOT, EMU, False, FC)
+            W3 = tl.reshape(W, [B, JB, FC])
+            acc += tl.sum(W3 * _load_rows(h_ptr, h0, bj, vj, FP, ch)[None, :, :], axis=1)
+            if I != J:
+                _store_rows(colpart_ptr, row0 + jc * JB, JB, FP, ch, tl.sum(W3 * hI[:, None, :], axis=0))
+        _store_rows(rowpart_ptr, row0, B, FP, ch, acc)
 
 
 @triton.jit
-def _cfconv_table_fwd_kernel(pos_ptr, h_ptr, flags_ptr, rowbuf_ptr, colbuf_ptr,
-                             tab_ptr, sc_ptr, scal_ptr,
-                             N, T, S, SO,
-                             B: tl.constexpr, F: tl.constexpr, FP: tl.constexpr, Q: tl.constexpr,
-                             SCALE: tl.constexpr):
-    """:func:`_fwd_walk` with the tabulated filter (``tab`` [n, Q, FP], ``sc`` [Q, FP], ``scal``:
-    ``[rc_graph, r_end, 1/h, n - 2]``)."""
-    _fwd_walk(pos_ptr, h_ptr, flags_ptr, rowbuf_ptr, colbuf_ptr, tab_ptr, tab_ptr, tab_ptr, sc_ptr, sc_ptr, sc_ptr,
-              sc_ptr, tab_ptr, sc_ptr, scal_ptr, N, T, S, SO, B, F, FP, True, 16, 0, False, False, False, 0, False,
-              Q, SCALE)
-
-
-@triton.jit
-def _cfconv_table_bwd_kernel(pos_ptr, h_ptr, gm_ptr, flags_ptr, rowbuf_ptr, colbuf_ptr, prow_ptr, pcol_ptr,
-                             tab_ptr, sc_ptr, scal_ptr,
-                             N, T, S, SO,
-                             B: tl.constexpr, F: tl.constexpr, FP: tl.constexpr, Q: tl.constexpr,
-                             SCALE: tl.constexpr):
-    """:func:`_bwd_walk` with the tabulated filter."""
-    _bwd_walk(pos_ptr, h_ptr, gm_ptr, flags_ptr, rowbuf_ptr, colbuf_ptr, prow_ptr, pcol_ptr, tab_ptr, tab_ptr,
-              tab_ptr, sc_ptr, sc_ptr, sc_ptr, sc_ptr, tab_ptr, sc_ptr, scal_ptr, N, T, S, SO, B, F, FP, True, 16, 0,
-              False, False, False, 0, False, Q, SCALE)
+def _cfconv_bwd_kernel(pos_ptr, h_ptr, gm_ptr, list_ptr, counts_ptr, rowpart_ptr, colpart_ptr, prow_ptr, pcol_ptr,
+                       A1_ptr, a1_ptr, A2_ptr, s1_ptr, s2_ptr, mu_ptr, cf_ptr, scal_ptr, R, N, T, S, h_rs,
+                       B: tl.constexpr, JB: tl.constexpr, KP: tl.constexpr, FC: tl.constexpr, FP: tl.constexpr,
+                       NCG: tl.constexpr, BASIS: tl.constexpr, RBF_ENV: tl.constexpr, FILT_ENV: tl.constexpr,
+                       QUANT: tl.constexpr, DOT: tl.constexpr, EMU: tl.constexpr, RP: tl.constexpr):
+    """Both gradients with the exact filter network, per item one channel group (position partials per slot and
+    group, as the tables'), ``dW/dd`` in forward mode through the same products."""
+    pid = tl.program_id(0)
+    G = tl.num_programs(0)
+    PB: tl.constexpr = B * JB
+    kk = tl.arange(0, KP)
+    k4 = tl.arange(0, 4)
+    ch = (pid % NCG) * FC + tl.arange(0, FC)
+    wts = _load_filter(A1_ptr, a1_ptr, A2_ptr, s1_ptr, s2_ptr, ch, KP, FP)
+    mu, cf, rc, rc_rbf, rc_f, alpha, lower = _load_basis(mu_ptr, cf_ptr, scal_ptr, kk)
+    rr, cnt, incl, total = _items(counts_ptr, R, NCG, RP)
+    for w in range(pid, total, G):
+        r, I, J, slot, cg = _item(w, list_ptr, S, T, rr, cnt, incl, NCG)
+        h0 = r.to(tl.int64) * h_rs
+        g0 = r.to(tl.int64) * N
+        row0 = (r.to(tl.int64) * S + slot) * B
+        prow0 = ((r.to(tl.int64) * S + slot) * NCG + cg) * B
+        bi, vi, xi, yi, zi = _load_beads(pos_ptr, r, I * B, N, B)
+        acc = tl.zeros((B, FC), dtype=xi.dtype)
+        ax = tl.zeros((B,), dtype=xi.dtype)
+        ay = tl.zeros((B,), dtype=xi.dtype)
+        az = tl.zeros((B,), dtype=xi.dtype)
+        for jc in range(0, B // JB):
+            bi, vi, bj, vj, dx, dy, dz, d, mask = _pair_geometry(pos_ptr, r, I, J, jc * JB, N, rc, B, JB)
+            W, dW = _exact_filter(tl.reshape(d, [PB]), tl.reshape(mask, [PB]), mu, cf, alpha, lower, rc_rbf, rc_f,
+                                  wts, BASIS, RBF_ENV, FILT_ENV, QUANT, DOT, EMU, True, FC)
+            gJ = _load_rows(gm_ptr, g0, bj, vj, FP, ch)
+            gI = _load_rows(gm_ptr, g0, bi, vi, FP, ch)
+            W3 = tl.reshape(W, [B, JB, FC])
+            acc += tl.sum(W3 * gJ[None, :, :], axis=1)
+            if I != J:
+                _store_rows(colpart_ptr, row0 + jc * JB, JB, FP, ch, tl.sum(W3 * gI[:, None, :], axis=0))
+            hJ = _load_rows(h_ptr, h0, bj, vj, FP, ch)
+            hI = _load_rows(h_ptr, h0, bi, vi, FP, ch)
+            Gp = gI[:, None, :] * hJ[None, :, :] + gJ[None, :, :] * hI[:, None, :]
+            cc = tl.where(mask, tl.sum(Gp * tl.reshape(dW, [B, JB, FC]), axis=2) / d, 0.0)   # dE/dd / d [B, JB]
+            ax -= tl.sum(cc * dx, axis=1)
+            ay -= tl.sum(cc * dy, axis=1)
+            az -= tl.sum(cc * dz, axis=1)
+            if I != J:
+                _store_rows(pcol_ptr, prow0 + jc * JB, JB, 4, k4, _xyz0(tl.sum(cc * dx, axis=0),
+                                                                       tl.sum(cc * dy, axis=0),
+                                                                       tl.sum(cc * dz, axis=0)))
+        _store_rows(rowpart_ptr, row0, B, FP, ch, acc)
+        _store_rows(prow_ptr, prow0, B, 4, k4, _xyz0(ax, ay, az))

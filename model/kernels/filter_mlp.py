@@ -62,6 +62,24 @@ def _basis(d, mu, cf, alpha, lower, rc_rbf, BASIS: tl.constexpr, RBF_ENV: tl.con
 
 
 @triton.jit
+def _basis_t(d, mu, cf, alpha, lower, rc_rbf, BASIS: tl.constexpr, RBF_ENV: tl.constexpr):
+    """:func:`_basis` transposed: ``e^T`` and ``de^T/dd`` [KP, P] (basis functions along the rows, pairs along
+    the columns: the right operand of a ``weights x activations^T`` product)."""
+    if BASIS == 0:
+        z = d
+        dz = d * 0.0 + 1.0
+    else:
+        z = tl.exp(alpha * (lower - d))
+        dz = -alpha * z
+    t = z[None, :] - mu[:, None]
+    g = tl.exp(cf[:, None] * t * t)
+    c, dc = _cosine_env(d, rc_rbf, RBF_ENV)
+    e = g * c[None, :]
+    de = g * ((2.0 * cf[:, None]) * t * (dz * c)[None, :] + dc[None, :])
+    return e, de
+
+
+@triton.jit
 def _tanh(u):
     t = tl.exp(-2.0 * tl.abs(u))
     r = (1.0 - t) / (1.0 + t)
@@ -93,6 +111,21 @@ def _dot(a, w, DOT: tl.constexpr, EMU: tl.constexpr):
         return tl.dot(_round_bf16(a.to(tl.float32)), w.to(tl.float32), input_precision="ieee")
     else:
         return tl.dot(a.to(w.dtype), w, out_dtype=tl.float32)
+
+
+@triton.jit
+def _wdot(w, x, DOT: tl.constexpr, EMU: tl.constexpr):
+    """``w @ x`` for a weight matrix ``w`` as stored (compute dtype, or 16-bit) on the left and activations ``x``
+    in the compute dtype on the right, at the operand precision ``DOT`` (as :func:`_dot`, whose ``EMU`` note
+    applies)."""
+    if DOT == 0:
+        return tl.dot(w.to(x.dtype), x, input_precision="ieee")
+    elif DOT == 1:
+        return tl.dot(w.to(x.dtype), x, input_precision="tf32")
+    elif DOT == 2 and EMU:
+        return tl.dot(w.to(tl.float32), _round_bf16(x.to(tl.float32)), input_precision="ieee")
+    else:
+        return tl.dot(w, x.to(w.dtype), out_dtype=tl.float32)
 
 
 @triton.jit

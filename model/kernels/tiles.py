@@ -1,20 +1,34 @@
-"""The tile machinery of the CFConv kernels: tiles, tile-pair slots and pair blocks, the flag kernel and the reduce
-kernel (only ``@triton.jit`` functions; launched by :mod:`flashschnet.fused.launches`).
+"""The tile machinery of the CFConv and node kernels: tiles, tile-pair slots, the device-side work list, items, the
+fixed-order sums of partials, and the flag and reduce kernels (only ``@triton.jit`` functions; launched by
+:mod:`flashschnet.fused.launches`).
 
 Layout. Beads of replica ``r`` are cut into tiles of ``B`` consecutive beads (``T`` tiles). The tile pairs
-``(I, J)``, ``I <= J``, of a replica have fixed *slots* (no compaction, no sorting): slot
-``r*S + I*T - I*(I-1)/2 + (J - I)`` (``S = T(T+1)/2``) holds a flag, 1 when the two tiles' bounding spheres
-come within ``cutoff + skin`` (:func:`_tile_flags_kernel`); the off-diagonal pairs (``I < J``) also have a
-partial-buffer row ``r*SO + I*(T-1) - I*(I-1)/2 + (J - I - 1)`` (``SO = T(T-1)/2``). A CFConv kernel
-(:mod:`flashschnet.kernels.cfconv`) runs one program per destination tile ``g = r*T + I``, which walks
-``J = I .. T-1``, skips inactive slots, and processes an active tile pair one source bead ``j`` at a time: the
-``B`` pairs (i in tile I, j) are a *pair block* (:func:`_column_geometry`). Its row side is accumulated in the
-program, its column side stored once per (tile pair, j) into the partial buffer; :func:`_tile_reduce_kernel`
-adds, per tile, its row partial and its column partials in a fixed order. No atomics: results repeat bitwise,
-and do not depend on the flags (an inactive slot would only have added exact zeros).
+``(I, J)``, ``I <= J``, of a replica have fixed *slots* ``I*T - I*(I-1)/2 + (J - I)`` (``S = T(T+1)/2`` per
+replica, :func:`_slot`), each with a flag: 1 when the two tiles' bounding spheres come within ``cutoff + skin``.
+When :func:`_tile_flags_kernel` rebuilds a replica's flags (only when one of its beads moved more than half the
+skin), it also writes the replica's **work list**: its active tile pairs, compacted in slot order, as
+``list[r*S + k] = I * 65536 + J`` for ``k < count[r]`` (entries at and beyond ``count[r]`` are never read).
+
+Items. A CFConv kernel (:mod:`flashschnet.kernels.cfconv`) runs a fixed number of persistent programs over
+*items*: item ``w`` is channel group ``w % NCG`` of the ``w // NCG``-th active tile pair, counted over the
+replicas in order (:func:`_items`, :func:`_item`: the replicas' counts are read once per program and their
+prefix sums locate an item's replica, so no host synchronisation and no global compaction pass). Program ``p``
+takes items ``p, p + G, p + 2G, ...``; with ``G`` a multiple of ``NCG`` a program keeps one channel group (its
+slice of a filter table stays in its multiprocessor's L1).
+
+Partials. An item writes its tile pair's *row* partial (destination tile I, width-W channels of its group) and,
+off the diagonal, its *column* partial (destination tile J) into the pair's slot of a partial buffer
+(``[R*S*NP, B, W]``: ``NP`` partials per slot, one per channel group for the position gradient, else 1). No
+atomics: :func:`_sum_partials` adds a destination tile's partials over the source tiles in ascending order
+(8 sources per step, their loads in flight together), so results repeat bitwise, do not depend on the number of
+programs or the order in which items run, and do not depend on the flags either (an inactive slot's true
+contribution is exactly zero: it is simply not added).
 """
 import triton
 import triton.language as tl
+
+#: source tiles whose partials one step of :func:`_sum_partials` loads together
+SOURCES_PER_STEP = tl.constexpr(4)
 
 
 @triton.jit
@@ -30,88 +44,109 @@ def _load_beads(pos_ptr, r, b0, N, n: tl.constexpr):
 
 
 @triton.jit
-def _load_feat(ptr, r, b, v, N, F: tl.constexpr, C0: tl.constexpr, FC: tl.constexpr):
-    """Channels ``C0 .. C0+FC-1`` of the feature rows of beads ``b`` [n, FC] (zero where not ``v`` or in the
-    padding channels)."""
-    f = C0 + tl.arange(0, FC)
-    off = (r.to(tl.int64) * N + b)[:, None] * F + f[None, :]
-    return tl.load(ptr + off, mask=v[:, None] & (f < F)[None, :], other=0.0)
+def _load_rows(ptr, row0, b, v, W: tl.constexpr, c):
+    """Rows ``row0 + b`` [n, C] of a row-major buffer of width ``W``, columns ``c`` (zero where not ``v``)."""
+    off = (row0 + b.to(tl.int64))[:, None] * W + c[None, :]
+    return tl.load(ptr + off, mask=v[:, None], other=0.0)
 
 
 @triton.jit
-def _load_row(ptr, r, j, vj, N, F: tl.constexpr, C0: tl.constexpr, FC: tl.constexpr):
-    """Channels ``C0 .. C0+FC-1`` of the feature row of bead ``j`` [FC]."""
-    f = C0 + tl.arange(0, FC)
-    return tl.load(ptr + (r.to(tl.int64) * N + j) * F + f, mask=(f < F) & vj, other=0.0)
+def _slot(I, J, T):
+    """The slot of tile pair ``(I, J)``, ``I <= J``, within its replica."""
+    return I * T - (I * (I - 1)) // 2 + (J - I)
 
 
 @triton.jit
-def _column_geometry(pos_ptr, r, j, N, xi, yi, zi, bi, vi, rc_graph):
-    """Geometry of the pairs (i in the destination tile, source bead ``j``): ``r_j - r_i`` components [B],
-    the pair mask, ``d`` [B] (1 where masked), and whether ``j`` is a real bead."""
-    vj = j < N
-    base = (r.to(tl.int64) * N + j) * 3
-    xj = tl.load(pos_ptr + base + 0, mask=vj, other=0.0)
-    yj = tl.load(pos_ptr + base + 1, mask=vj, other=0.0)
-    zj = tl.load(pos_ptr + base + 2, mask=vj, other=0.0)
-    dx = xj - xi
-    dy = yj - yi
-    dz = zj - zi
-    d = tl.sqrt(dx * dx + dy * dy + dz * dz)
-    mask = vi & vj & (d < rc_graph) & (bi != j)
-    d = tl.where(mask, d, 1.0)
-    return dx, dy, dz, d, mask, vj
+def _items(counts_ptr, R, NCG: tl.constexpr, RP: tl.constexpr):
+    """The replicas' active tile-pair counts [RP], their inclusive prefix sums and the number of items (all
+    replicas' active pairs times ``NCG`` channel groups)."""
+    rr = tl.arange(0, RP)
+    cnt = tl.load(counts_ptr + rr, mask=rr < R, other=0)
+    incl = tl.cumsum(cnt, 0)
+    return rr, cnt, incl, tl.sum(cnt, axis=0) * NCG
 
 
 @triton.jit
-def _slot_rows(r, I, T, S, SO):
-    """Bases such that tile pair ``(I, J)`` of replica ``r`` has flag ``slot + J`` and (``J > I``) partial row
-    ``offrow + J``."""
-    tri = (I * (I - 1)) // 2
-    slot = r * S + I * T - tri - I
-    offrow = r * SO + I * (T - 1) - tri - I - 1
-    return slot, offrow
+def _item(w, list_ptr, S, T, rr, cnt, incl, NCG: tl.constexpr):
+    """Item ``w``: ``(r, I, J, slot, channel group)``."""
+    pair = w // NCG
+    r = tl.sum((incl <= pair).to(tl.int32), axis=0)
+    k = pair - tl.sum(tl.where(rr < r, cnt, 0), axis=0)
+    entry = tl.load(list_ptr + r.to(tl.int64) * S + k)
+    I = entry // 65536
+    J = entry % 65536
+    return r, I, J, _slot(I, J, T), w % NCG
 
 
 @triton.jit
-def _tile_reduce_kernel(rowbuf_ptr, colbuf_ptr, flags_ptr, out_ptr, N, T, S, SO,
-                        B: tl.constexpr, W: tl.constexpr, WP: tl.constexpr):
-    """``out[r, J*B + b, :W] = rowbuf[g, b] + sum over active I < J (ascending) of colbuf[row(I, J), b]``
-    (``g = r*T + J``); padding beads are not stored."""
+def _sum_partials(rowpart_ptr, colpart_ptr, flags_ptr, r, X, T, S, NP: tl.constexpr, B: tl.constexpr,
+                  W: tl.constexpr, NPP: tl.constexpr, STRIDE: tl.constexpr):
+    """Destination tile ``X`` of replica ``r``: the sum [B, W] of its partials (``W`` columns of buffers of row
+    width ``STRIDE``) -- per source tile ``s`` (ascending), the column partials of slot ``(s, X)`` for ``s < X``
+    and the row partials of ``(X, s)`` for ``s >= X``, each slot's ``NP`` partials (``NPP`` = NP rounded up to a
+    power of two) -- for the active slots only. Fixed order: steps of :data:`SOURCES_PER_STEP` sources, summed as
+    loaded, added one step after the other."""
+    SC: tl.constexpr = SOURCES_PER_STEP
+    q = tl.arange(0, SC)
+    p = tl.arange(0, NPP)
+    b = tl.arange(0, B)
+    c = tl.arange(0, W)
+    acc = tl.zeros((B, W), dtype=rowpart_ptr.dtype.element_ty)
+    for s0 in range(0, T, SC):
+        s = s0 + q                                                          # [SC] source tiles
+        lo = tl.minimum(s, X)
+        hi = tl.maximum(s, X)
+        slot = r.to(tl.int64) * S + _slot(lo, hi, T)
+        on = (s < T) & (tl.load(flags_ptr + slot, mask=s < T, other=0) != 0)
+        row = (slot[:, None] * NP + p[None, :])                             # [SC, NPP]
+        off = (row[:, :, None, None] * B + b[None, None, :, None]) * STRIDE + c[None, None, None, :]
+        m = (on[:, None] & (p < NP)[None, :])[:, :, None, None]
+        col_side = (s < X)[:, None, None, None]
+        part = tl.load(tl.where(col_side, colpart_ptr, rowpart_ptr) + off, mask=m, other=0.0)
+        acc += tl.sum(tl.sum(part, axis=1), axis=0)
+    return acc
+
+
+@triton.jit
+def _tile_reduce_kernel(rowpart_ptr, colpart_ptr, flags_ptr, out_ptr, N, T, S,
+                        B: tl.constexpr, W: tl.constexpr, WO: tl.constexpr, NP: tl.constexpr, NPP: tl.constexpr,
+                        WC: tl.constexpr):
+    """``out[r, X*B + b, :WO]`` = :func:`_sum_partials` of tile ``X`` (program ``g = r*T + X``), in column blocks
+    of ``WC`` of the partials' width ``W`` (the plain reduction of the unfused path: the fused node kernels reduce
+    in their prologue instead). Padding beads and channels are not stored."""
     g = tl.program_id(0)
     r = g // T
-    J = g % T
+    X = g % T
     b = tl.arange(0, B)
-    w = tl.arange(0, WP)
-    wm = (w < W)[None, :]
-    off = b[:, None] * W + w[None, :]
-    acc = tl.load(rowbuf_ptr + g.to(tl.int64) * (B * W) + off, mask=wm, other=0.0)
-    for I in range(0, J):
-        slot, offrow = _slot_rows(r, I, T, S, SO)
-        if tl.load(flags_ptr + slot + J) != 0:
-            acc += tl.load(colbuf_ptr + (offrow + J).to(tl.int64) * (B * W) + off, mask=wm, other=0.0)
-    bead = J * B + b
-    out = out_ptr + (r.to(tl.int64) * N + bead)[:, None] * W + w[None, :]
-    tl.store(out, acc, mask=(bead < N)[:, None] & wm)
+    bead = X * B + b
+    for c0 in tl.static_range(0, W, WC):
+        acc = _sum_partials(rowpart_ptr + c0, colpart_ptr + c0, flags_ptr, r, X, T, S, NP, B, WC, NPP, W)
+        c = c0 + tl.arange(0, WC)
+        out = out_ptr + (r.to(tl.int64) * N + bead)[:, None] * WO + c[None, :]
+        tl.store(out, acc, mask=(bead < N)[:, None] & (c < WO)[None, :])
 
 
 @triton.jit
-def _tile_flags_kernel(pos_ptr, ref_ptr, flags_ptr, builds_ptr, radius, half_skin_sq, N, T, S,
-                       B: tl.constexpr, TP: tl.constexpr):
-    """Per replica ``r`` (one program): if some bead moved more than half the skin since the last build (or
-    is NaN now or was then: ``ref`` starts as NaN), recompute the replica's tile-pair flags -- bounding spheres
-    (centre = mean of the tile's real beads) within ``radius`` (cutoff + skin) -- store the positions as the
-    new reference and count the build in ``builds[r]``; otherwise do nothing. Decided on the device: no host
-    synchronisation."""
+def _tile_flags_kernel(pos_ptr, posm_ptr, ref_ptr, flags_ptr, list_ptr, counts_ptr, builds_ptr, length_scale, radius,
+                       half_skin_sq, N, T, S, B: tl.constexpr, TP: tl.constexpr):
+    """Per replica ``r`` (one program): the positions in the model's length unit (``posm = pos * length_scale``);
+    then, if some bead moved more than half the skin since the last build (or is NaN now or was then: ``ref``
+    starts as NaN), recompute the replica's tile-pair flags -- bounding spheres (centre = mean of the tile's real
+    beads) within ``radius`` (cutoff + skin) -- and its work list (the active slots compacted in slot order, and
+    their count), store the positions as the new reference and count the build in ``builds[r]``; otherwise
+    leave flags and list as they are. Decided on the device: no host synchronisation."""
     r = tl.program_id(0)
     t = tl.arange(0, TP)
     bb = tl.arange(0, B)
     bead = t[:, None] * B + bb[None, :]                                  # [TP, B]
     valid = bead < N
     row = (r.to(tl.int64) * N + bead) * 3
-    x = tl.load(pos_ptr + row + 0, mask=valid, other=0.0)
-    y = tl.load(pos_ptr + row + 1, mask=valid, other=0.0)
-    z = tl.load(pos_ptr + row + 2, mask=valid, other=0.0)
+    x = tl.load(pos_ptr + row + 0, mask=valid, other=0.0) * length_scale
+    y = tl.load(pos_ptr + row + 1, mask=valid, other=0.0) * length_scale
+    z = tl.load(pos_ptr + row + 2, mask=valid, other=0.0) * length_scale
+    tl.store(posm_ptr + row + 0, x, mask=valid)
+    tl.store(posm_ptr + row + 1, y, mask=valid)
+    tl.store(posm_ptr + row + 2, z, mask=valid)
     rx = tl.load(ref_ptr + row + 0, mask=valid, other=0.0)
     ry = tl.load(ref_ptr + row + 1, mask=valid, other=0.0)
     rz = tl.load(ref_ptr + row + 2, mask=valid, other=0.0)
@@ -135,11 +170,15 @@ def _tile_flags_kernel(pos_ptr, ref_ptr, flags_ptr, builds_ptr, radius, half_ski
         dc = tl.sqrt(ddx * ddx + ddy * ddy + ddz * ddz)
         near = (dc - rad[:, None] - rad[None, :]) < radius
         near = near | (dc != dc)                                         # NaN positions: keep every slot
-        I = t[:, None]
-        J = t[None, :]
+        I = t[:, None] + t[None, :] * 0
+        J = t[None, :] + t[:, None] * 0
         upper = (I <= J) & (J < T)
-        slot = r * S + I * T - (I * (I - 1)) // 2 + (J - I)
+        slot = r * S + _slot(I, J, T)
         tl.store(flags_ptr + slot, near.to(tl.int8), mask=upper)
+        act = tl.reshape((near & upper).to(tl.int32), [TP * TP])          # row-major = slot order
+        at = tl.cumsum(act, 0) - act
+        tl.store(list_ptr + r.to(tl.int64) * S + at, tl.reshape(I * 65536 + J, [TP * TP]), mask=act != 0)
+        tl.store(counts_ptr + r, tl.sum(act, axis=0))
         tl.store(ref_ptr + row + 0, x, mask=valid)
         tl.store(ref_ptr + row + 1, y, mask=valid)
         tl.store(ref_ptr + row + 2, z, mask=valid)

@@ -303,6 +303,24 @@ class CGSchNet(PackedWeights, nn.Module):
                 return self._energy_forces(positions, bead_types)
         return self._energy_forces(positions, bead_types)
 
+    def energy_forces_scaled(self, positions: torch.Tensor, bead_types: torch.Tensor, length_scale: float,
+                             energy_scale: float, force_scale: float) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`energy_forces` in a caller's units, with the energies' total: positions ``[R, N, 3]`` in a unit
+        of ``length_scale`` model lengths; returns energies ``[R]`` x ``energy_scale``, forces ``[R, N, 3]`` x
+        ``force_scale`` and ``total`` ``[]``. The fused backends apply the factors in the op (the triton engine
+        in its first and last kernels); the factors themselves come from the caller's one place of unit
+        conversion (:func:`flashschnet.openmm.units.conversion_factors` at the OpenMM boundary)."""
+        if positions.dim() == 2:
+            positions = positions.unsqueeze(0)
+        if self.backend != "reference":
+            with torch.no_grad():
+                e, f, total = torch.ops.flashschnet.energy_forces_scaled(
+                    positions, bead_types, self.fused_params(), self.fused_ints, self.fused_floats, self.backend,
+                    [length_scale, energy_scale, force_scale])
+            return e.detach(), f.detach(), total.detach()
+        e, f = self.energy_forces(positions * length_scale, bead_types)
+        return e * energy_scale, f * force_scale, e.sum() * energy_scale
+
     def _energy_forces(self, positions: torch.Tensor, bead_types: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         pos = positions.detach().requires_grad_(True)
         energy = self.energy(pos, bead_types)

@@ -174,3 +174,11 @@ def tile_flags_ref(pos: torch.Tensor, radius: float, block: int) -> torch.Tensor
                 gap = (cen[I] - cen[J]).norm() - rad[I] - rad[J]
                 flags[r, I * T - I * (I - 1) // 2 + (J - I)] = int(bool(gap < radius))
     return flags
+
+
+def work_list_ref(flags: torch.Tensor, T: int) -> Tuple[list, list]:
+    """The work list of tile-pair flags ``[R, S]``: per replica the active slots' ``I * 65536 + J`` in slot order,
+    and their counts (the reference of the flag kernel's compaction)."""
+    pairs = [(I, J) for I in range(T) for J in range(I, T)]           # slot order
+    lists = [[I * 65536 + J for (I, J), f in zip(pairs, row.tolist()) if f] for row in flags]
+    return lists, [len(x) for x in lists]

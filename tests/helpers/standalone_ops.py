@@ -1,11 +1,13 @@
 """Test-only custom ops around one call of each CFConv kernel pair: ``flashschnet::cfconv_fwd`` /
 ``cfconv_bwd`` (the exact filter network, :mod:`flashschnet.kernels.cfconv`) and ``flashschnet::cfconv_table_fwd``
 / ``cfconv_table_bwd`` (the tabulated filter, :mod:`flashschnet.kernels.cfconv_table`), with fake kernels so they
-trace, and :func:`tile_flags` (a fresh flag build). Each call builds its plans and a workspace
-(:mod:`flashschnet.fused.plans`, :mod:`flashschnet.fused.workspace`) and runs the triton engine's filter
-strategies (:class:`~flashschnet.fused.triton_engine.ExactTileFilter`,
-:class:`~flashschnet.fused.triton_engine.TableTileFilter`); the package registers none of them (an engine plans
-once and launches per step).
+trace, and :func:`tile_flags` (a fresh flag build: flags and work list). Each call builds its plans and a
+workspace (:mod:`flashschnet.fused.plans`, :mod:`flashschnet.fused.workspace`) and runs one CFConv kernel and the
+plain reductions of the triton engine's unfused path (:func:`flashschnet.fused.triton_engine.aggregate`,
+:func:`~flashschnet.fused.triton_engine.backward`, on the filter strategies
+:class:`~flashschnet.fused.triton_engine.ExactTileFilter`, :class:`~flashschnet.fused.triton_engine.TableTileFilter`);
+the package registers none of them (an engine plans once and launches per step). ``programs`` (a module
+variable, None: the launchers' default) sets the CFConv kernels' persistent grid.
 """
 from __future__ import annotations
 
@@ -17,8 +19,11 @@ import torch
 from flashschnet.fused.launches import check_device, compute_dtype
 from flashschnet.fused.plans import plan_basis, plan_filter, plan_table, resolve_dot
 from flashschnet.fused.tile_flags import update_tiles
-from flashschnet.fused.triton_engine import ExactTileFilter, TableTileFilter
+from flashschnet.fused.triton_engine import ExactTileFilter, TableTileFilter, aggregate, backward, padded
 from flashschnet.fused.workspace import BLOCK, Workspace
+
+#: the CFConv kernels' persistent programs in these ops (None: the launchers' default; tests set it)
+programs = None
 
 
 def _positions(pos):
@@ -29,20 +34,19 @@ def _positions(pos):
     return dtype, int(pos.shape[0]), int(pos.shape[1])
 
 
-def _features(feats, R, N, F, dtype):
+def _features(feats, R, N, F, FP, dtype):
     for name, t in feats:
         if tuple(t.shape) != (R, N, F):
             raise ValueError(f"flashschnet: {name} must be [R={R}, N={N}, F={F}], got {tuple(t.shape)}")
-    return [t.to(dtype).contiguous() for _, t in feats]
+    return [padded(t.to(dtype), R, N, FP) for _, t in feats]
 
 
-def _workspace(pos, R, N, F, dtype, radius, skin):
+def _workspace(pos, R, N, filt, dtype, radius, skin):
     if not (math.isfinite(skin) and skin >= 0.0):
         raise ValueError(f"flashschnet: skin must be a finite length >= 0, got {skin}")
-    ws = Workspace(R, N, F, dtype, pos.device)
-    p = pos.contiguous()
-    update_tiles(ws, p, radius, skin)
-    return ws, p
+    ws = Workspace(R, N, filt.FP, dtype, pos.device, NP=filt.NP)
+    update_tiles(ws, pos.contiguous(), radius, skin)
+    return ws
 
 
 def _exact(pos, feats, A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha, rbf_env, filt_env,
@@ -52,9 +56,8 @@ def _exact(pos, feats, A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basi
                     pos.device)
     quant_dtype = A1.dtype if A1_scale is not None else None
     fp = plan_filter(A1, a1, A2, bp.KP, dtype, resolve_dot(dot, dtype, quant_dtype), A1_scale, A2_scale)
-    tensors = _features(feats, R, N, fp.F, dtype)
-    ws, p = _workspace(pos, R, N, fp.F, dtype, rc_graph, skin)
-    return ExactTileFilter(fp, bp), ws, p, tensors
+    filt = ExactTileFilter(fp, bp)
+    return filt, _workspace(pos, R, N, filt, dtype, rc_graph, skin), _features(feats, R, N, fp.F, fp.FP, dtype)
 
 
 @torch.library.custom_op("flashschnet::cfconv_fwd", mutates_args=())
@@ -71,9 +74,9 @@ def cfconv_fwd(pos: torch.Tensor, h: torch.Tensor, A1: torch.Tensor, a1: torch.T
     ``A2_scale`` [F]; the weights used are ``A.to(dtype) * scale[:, None]`` (:mod:`flashschnet.nn.quant`).
     ``skin`` widens the tile culling radius (results do not depend on it).
     """
-    filt, ws, p, (hh,) = _exact(pos, [("h", h)], A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha,
-                                rbf_env, filt_env, basis_lower, dot, A1_scale, A2_scale, skin)
-    return filt.aggregate(ws, p, hh)
+    filt, ws, (hh,) = _exact(pos, [("h", h)], A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f, basis, alpha,
+                             rbf_env, filt_env, basis_lower, dot, A1_scale, A2_scale, skin)
+    return aggregate(filt, ws, hh, programs).clone()
 
 
 @cfconv_fwd.register_fake
@@ -92,10 +95,10 @@ def cfconv_bwd(pos: torch.Tensor, h: torch.Tensor, gm: torch.Tensor, A1: torch.T
     """``(gh [R, N, F], dE/dpos [R, N, 3])`` of ``E = sum(gm * cfconv_fwd(pos, h))`` with ``gm`` held fixed:
     ``gh = dE/dh`` and the position gradient through the distance dependence of the filters. Other arguments as
     :func:`cfconv_fwd`."""
-    filt, ws, p, (hh, gg) = _exact(pos, [("h", h), ("gm", gm)], A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f,
-                                   basis, alpha, rbf_env, filt_env, basis_lower, dot, A1_scale, A2_scale, skin)
-    gh, gp = filt.backward(ws, p, hh, gg)
-    return gh, gp
+    filt, ws, (hh, gg) = _exact(pos, [("h", h), ("gm", gm)], A1, a1, A2, offsets, coeffs, rc_graph, rc_rbf, rc_f,
+                                basis, alpha, rbf_env, filt_env, basis_lower, dot, A1_scale, A2_scale, skin)
+    gh, gp = backward(filt, ws, hh, gg, programs)
+    return gh.clone(), gp.clone()
 
 
 @cfconv_bwd.register_fake
@@ -108,9 +111,8 @@ def _table(pos, feats, table, scale, r_end, rc_graph, skin):
     dtype, R, N = _positions(pos)
     F = int(table.shape[-1]) if table.dim() == 3 else -1
     tp = plan_table(table, scale, r_end, F, dtype, pos.device, rc_graph)
-    tensors = _features(feats, R, N, F, dtype)
-    ws, p = _workspace(pos, R, N, F, dtype, tp.cutoff, skin)
-    return TableTileFilter(tp), ws, p, tensors
+    filt = TableTileFilter(tp)
+    return filt, _workspace(pos, R, N, filt, dtype, tp.cutoff, skin), _features(feats, R, N, F, tp.FP, dtype)
 
 
 @torch.library.custom_op("flashschnet::cfconv_table_fwd", mutates_args=())
@@ -121,8 +123,8 @@ def cfconv_table_fwd(pos: torch.Tensor, h: torch.Tensor, table: torch.Tensor, sc
 
     pos [R, N, 3], h [R, N, F]; ``table`` [n, Q, F] (float64/float32/float16/bfloat16), ``scale`` [Q, F];
     ``r_end`` the last knot; ``skin`` widens the tile culling radius (results do not depend on it)."""
-    filt, ws, p, (hh,) = _table(pos, [("h", h)], table, scale, r_end, rc_graph, skin)
-    return filt.aggregate(ws, p, hh)
+    filt, ws, (hh,) = _table(pos, [("h", h)], table, scale, r_end, rc_graph, skin)
+    return aggregate(filt, ws, hh, programs).clone()
 
 
 @cfconv_table_fwd.register_fake
@@ -135,9 +137,9 @@ def cfconv_table_bwd(pos: torch.Tensor, h: torch.Tensor, gm: torch.Tensor, table
                      r_end: float, rc_graph: float, skin: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor]:
     """``(gh [R, N, F], dE/dpos [R, N, 3])`` of ``E = sum(gm * cfconv_table_fwd(pos, h))`` with ``gm`` held
     fixed. Other arguments as :func:`cfconv_table_fwd`."""
-    filt, ws, p, (hh, gg) = _table(pos, [("h", h), ("gm", gm)], table, scale, r_end, rc_graph, skin)
-    gh, gp = filt.backward(ws, p, hh, gg)
-    return gh, gp
+    filt, ws, (hh, gg) = _table(pos, [("h", h), ("gm", gm)], table, scale, r_end, rc_graph, skin)
+    gh, gp = backward(filt, ws, hh, gg, programs)
+    return gh.clone(), gp.clone()
 
 
 @cfconv_table_bwd.register_fake
@@ -147,8 +149,13 @@ def _(pos, h, gm, table, scale, r_end, rc_graph, skin=0.0):
 
 def tile_flags(pos: torch.Tensor, cutoff: float, block: int = BLOCK) -> torch.Tensor:
     """The tile-pair flags ``int8 [R, S]`` of positions ``[R, N, 3]`` for radius ``cutoff`` (a fresh build)."""
+    return work_list(pos, cutoff, block)[0]
+
+
+def work_list(pos: torch.Tensor, cutoff: float, block: int = BLOCK):
+    """``(flags int8 [R, S], work list int32 [R, S], counts int32 [R])`` of a fresh build for radius ``cutoff``."""
     check_device(pos)
     R, N = int(pos.shape[0]), int(pos.shape[1])
-    ws = Workspace(R, N, 1, compute_dtype(pos), pos.device, block)
+    ws = Workspace(R, N, 32, compute_dtype(pos), pos.device, block)
     update_tiles(ws, pos.contiguous(), cutoff, 0.0)
-    return ws.flags[:R * ws.S].reshape(R, ws.S)
+    return (ws.flags[:R * ws.S].reshape(R, ws.S), ws.worklist[:R * ws.S].reshape(R, ws.S), ws.counts[:R])

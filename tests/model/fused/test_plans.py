@@ -49,7 +49,9 @@ def test_plan_basis_pads_and_carries_the_scalars():
         plan_basis(offsets, coeffs[:4], "gaussian", 0.0, 0.0, 6.0, 6.0, 6.0, True, True, torch.float64, "cpu")
 
 
-def test_plan_filter_pads_transposes_and_keeps_or_dequantizes_16bit_weights():
+def test_plan_filter_pads_and_keeps_or_dequantizes_16bit_weights():
+    """The exact filter's weights as stored ([out, in]: the kernels' products take the weights on the left),
+    zero-padded to FP >= 32 and KP, in the operand type of the product precision."""
     g = torch.Generator().manual_seed(0)
     F, K = 6, 5
     A1 = torch.randn(F, K, generator=g, dtype=torch.float64)
@@ -57,22 +59,22 @@ def test_plan_filter_pads_transposes_and_keeps_or_dequantizes_16bit_weights():
     A2 = torch.randn(F, F, generator=g, dtype=torch.float64)
     p = plan_filter(A1, a1, A2, 16, torch.float64, "ieee")
     assert (p.F, p.FP, p.quant, p.dot) == (6, 32, False, DOTS["ieee"])          # FP >= 32
-    assert p.A1T.shape == (16, 32) and p.A2T.shape == (32, 32) and p.A1T.dtype == torch.float64
-    assert torch.equal(p.A1T[:K, :F], A1.t()) and torch.equal(p.A2T[:F, :F], A2.t()) and torch.equal(p.a1[:F], a1)
-    assert not p.A1T[K:].any() and not p.A1T[:, F:].any() and not p.A2T[F:].any() and not p.A2T[:, F:].any()
+    assert p.A1.shape == (32, 16) and p.A2.shape == (32, 32) and p.A1.dtype == torch.float64
+    assert torch.equal(p.A1[:F, :K], A1) and torch.equal(p.A2[:F, :F], A2) and torch.equal(p.a1[:F], a1)
+    assert not p.A1[F:].any() and not p.A1[:, K:].any() and not p.A2[F:].any() and not p.A2[:, F:].any()
     assert not p.a1[F:].any() and p.s1.tolist() == [1.0] * 32 and p.s2.tolist() == [1.0] * 32
     b = plan_filter(A1.float(), a1.float(), A2.float(), 16, torch.float32, "bf16")
-    assert b.A1T.dtype == b.A2T.dtype == torch.bfloat16 and b.a1.dtype == torch.float32 and b.dot == DOTS["bf16"]
-    assert torch.equal(b.A1T[:K, :F], A1.float().t().to(torch.bfloat16))
+    assert b.A1.dtype == b.A2.dtype == torch.bfloat16 and b.a1.dtype == torch.float32 and b.dot == DOTS["bf16"]
+    assert torch.equal(b.A1[:F, :K], A1.float().to(torch.bfloat16))
     q1, q2 = A1.to(torch.bfloat16), A2.to(torch.bfloat16)
     s1, s2 = torch.rand(F, generator=g) + 0.5, torch.rand(F, generator=g) + 0.5
     kept = plan_filter(q1, a1.float(), q2, 16, torch.float32, "bf16", s1, s2)      # own 16-bit type: as stored
-    assert kept.quant and torch.equal(kept.A1T[:K, :F], q1.t()) and torch.equal(kept.A2T[:F, :F], q2.t())
+    assert kept.quant and torch.equal(kept.A1[:F, :K], q1) and torch.equal(kept.A2[:F, :F], q2)
     assert torch.equal(kept.s1[:F], s1) and torch.equal(kept.s2[:F], s2) and kept.s1[F:].tolist() == [1.0] * 26
     deq = plan_filter(q1, a1.float(), q2, 16, torch.float32, "tf32", s1, s2)       # tf32: dequantized here
-    assert not deq.quant and deq.A1T.dtype == torch.float32 and deq.s1.tolist() == [1.0] * 32
-    assert torch.equal(deq.A1T[:K, :F], (q1.float() * s1[:, None]).t())
-    assert torch.equal(deq.A2T[:F, :F], (q2.float() * s2[:, None]).t())
+    assert not deq.quant and deq.A1.dtype == torch.float32 and deq.s1.tolist() == [1.0] * 32
+    assert torch.equal(deq.A1[:F, :K], q1.float() * s1[:, None])
+    assert torch.equal(deq.A2[:F, :F], q2.float() * s2[:, None])
     with pytest.raises(ValueError, match="filter weights must be"):
         plan_filter(torch.zeros(F, 17), a1, A2, 16, torch.float64, "ieee")
     with pytest.raises(ValueError, match="both A1_scale and A2_scale"):
@@ -87,9 +89,15 @@ def test_plan_table_pads_keeps_16bit_storage_and_takes_the_pair_cutoff():
     table = torch.randn(n, Q, F, generator=g, dtype=torch.float64)
     ones = torch.ones(Q, F)
     tp = plan_table(table, ones, 4.0, F, torch.float32, torch.device("cpu"), rc_graph=6.0)
-    assert (tp.n, tp.Q, tp.F, tp.FP, tp.scaled, tp.cutoff) == (9, 3, 5, 16, False, 4.0)
-    assert tp.tab.shape == (9, 3, 16) and tp.tab.dtype == torch.float32     # float64 values: the compute dtype
-    assert torch.equal(tp.tab[..., :F], table.float()) and not tp.tab[..., F:].any()
+    assert (tp.n, tp.Q, tp.F, tp.FP, tp.FC, tp.NCG, tp.scaled, tp.cutoff) == (9, 3, 5, 32, 32, 1, False, 4.0)
+    assert tp.tab.shape == (1, 9, 3, 32) and tp.tab.dtype == torch.float32     # float64 values: the compute dtype
+    assert torch.equal(tp.tab[0, ..., :F], table.float()) and not tp.tab[..., F:].any()
+    # 70 channels: padded to 128, four groups of 32, each group's slice [n, Q, 32] contiguous
+    wide = torch.randn(n, Q, 70, generator=g, dtype=torch.float64)
+    wp = plan_table(wide, torch.ones(Q, 70), 4.0, 70, torch.float64, torch.device("cpu"))
+    assert (wp.FP, wp.FC, wp.NCG) == (128, 32, 4) and wp.tab.shape == (4, 9, 3, 32) and wp.tab.is_contiguous()
+    assert torch.equal(wp.tab[2, :, :, :6], wide[:, :, 64:70]) and not wp.tab[2, :, :, 6:].any()
+    assert torch.equal(wp.tab[1], wide[:, :, 32:64]) and not wp.tab[3].any()
     assert tp.scal.tolist() == [6.0, 4.0, 2.0, 7.0]                          # rc_graph, r_end, 1/h, n - 2
     half = plan_table(table.to(torch.bfloat16), ones, 4.0, F, torch.float64, torch.device("cpu"))
     assert half.tab.dtype == torch.bfloat16 and half.scale.dtype == torch.float64 and half.scaled
@@ -97,7 +105,7 @@ def test_plan_table_pads_keeps_16bit_storage_and_takes_the_pair_cutoff():
     scale = torch.rand(Q, F, generator=g) + 0.5
     scaled = plan_table(table.float(), scale, 4.0, F, torch.float64, torch.device("cpu"), rc_graph=3.0)
     assert scaled.scaled and scaled.cutoff == 3.0 and scaled.tab.dtype == torch.float32
-    assert torch.equal(scaled.scale[:, :F], scale.double()) and scaled.scale[:, F:].tolist() == [[1.0] * 11] * 3
+    assert torch.equal(scaled.scale[:, :F], scale.double()) and scaled.scale[:, F:].tolist() == [[1.0] * 27] * 3
     with pytest.raises(ValueError, match="positive lengths"):
         plan_table(table, ones, 0.0, F, torch.float64, torch.device("cpu"))
     with pytest.raises(ValueError, match="F = 4"):

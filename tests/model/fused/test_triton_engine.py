@@ -1,7 +1,10 @@
 """The whole model on the fused Triton kernels (backend="triton"; on CPU under TRITON_INTERPRET=1, set by
 conftest.py): energies and exact forces vs mlcg's oracle, the reference backend and finite differences;
-16-bit products against plain PyTorch doing the same products; a step with no host synchronisation;
-determinism and the device-side Verlet check; a compressed model on the table kernels. Which engine runs:
+16-bit products against plain PyTorch doing the same products; the fused step: no host synchronisation, 1 + 4
+launches per block and no allocation but its outputs, bitwise independent of the persistent grid, blind to work
+list entries past their counts, in the caller's units; determinism and the device-side Verlet check; a compressed
+model on the table kernels. The fused node kernels against the PyTorch pass: tests/model/kernels/test_nodes.py.
+Which engine runs:
 test_engine.py; the custom op from TorchScript and an OpenMM TorchForce: test_op.py; CUDA graphs: test_graph.py."""
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import sys
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from tests.conftest import assert_forces_match_finite_differences, oracle_path, rel_error
 from flashschnet import compress, load_model
@@ -20,6 +24,8 @@ from flashschnet.fused.engine import engine_of_filters, running_engine
 from flashschnet.nn.layout import unpack
 from flashschnet.fused.triton_engine import TritonTileEngine
 from tests.helpers.cfconv_reference import matmul
+from tests.helpers.kernel_cases import chain
+from tests.helpers.small_networks import network, types_of
 
 pytestmark = pytest.mark.filterwarnings("ignore:Conversion of an array with ndim > 0:DeprecationWarning")
 
@@ -83,19 +89,59 @@ def test_16bit_products_no_worse_than_twice_pytorch(fixture_a, dot):
     assert rel_error(e_t, e64) <= 2 * rel_error(e_p, e64)
 
 
+def _engine(dtype=torch.float32, programs=None, compressed=None):
+    model = compressed if compressed is not None else load_model(oracle_path("mlcg_schnet_A.pt"), dtype=dtype,
+                                                                   backend="triton").network
+    weights, basis, filters = unpack(model)
+    return weights, TritonTileEngine(basis, filters, skin=2.0, programs=programs)
+
+
 def test_deterministic_and_skin_reuse(fixture_a):
-    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float32, backend="triton")
-    weights, basis, filters = unpack(model.network)
-    eng = TritonTileEngine(basis, filters, skin=2.0)
+    """The fused step is bitwise repeatable, reuses the tile flags and work list within half the skin and rebuilds
+    them past it."""
+    weights, eng = _engine()
     pos = fixture_a["positions_A"][:1].float()           # one replica: the interpreter's time is per replica
     types = fixture_a["bead_types"]
-    e1, f1 = energy_forces_fused(weights, pos, types, eng)
-    e2, f2 = energy_forces_fused(weights, pos + 0.05, types, eng)       # within the skin: no rebuild
-    e3, f3 = energy_forces_fused(weights, pos, types, eng)
+    e1, f1, _ = eng.energy_forces(weights, pos, types)
+    e2, f2, _ = eng.energy_forces(weights, pos + 0.05, types)          # within the skin: no rebuild
+    e3, f3, _ = eng.energy_forces(weights, pos, types)
     assert eng.builds == 1
     assert torch.equal(e1, e3) and torch.equal(f1, f3)                  # bitwise repeatable
-    energy_forces_fused(weights, pos + 1.5, types, eng)                 # past half the skin: rebuilt
+    eng.energy_forces(weights, pos + 1.5, types)                        # past half the skin: rebuilt
     assert eng.builds == 2
+
+
+def test_fused_step_bitwise_independent_of_programs_and_stale_work_list_entries():
+    """The whole step is bitwise the same for any number of persistent programs, and entries of a work list past
+    its count -- left over from an earlier build, or garbage -- are never read."""
+    net = network((16, 8), blocks=2)
+    weights, basis, filters = unpack(net)
+    pos = chain(2, 48, torch.float64, seed=3) + torch.arange(48.0, dtype=torch.float64)[:, None] * \
+        torch.tensor([3.0, 0.0, 0.0], dtype=torch.float64)                         # a stretched chain: culled pairs
+    types = types_of(48)
+    with torch.no_grad():
+        e1, f1, t1 = TritonTileEngine(basis, filters, skin=2.0, programs=1).energy_forces(weights, pos, types)
+        eng5 = TritonTileEngine(basis, filters, skin=2.0, programs=5)
+        e5, f5, t5 = eng5.energy_forces(weights, pos, types)
+        assert torch.equal(e1, e5) and torch.equal(f1, f5) and torch.equal(t1, t5)
+        ws = eng5.ws
+        assert 0 < int(ws.counts.min()) and int(ws.counts.max()) < ws.S           # some pairs culled
+        for r in range(ws.R):                                                # poison what lies past each count
+            ws.worklist[r * ws.S + int(ws.counts[r]):(r + 1) * ws.S] = 2 ** 31 - 1
+        e, f, t = eng5.energy_forces(weights, pos, types)                    # within the skin: the same list
+    assert eng5.builds == 1 and torch.equal(e, e5) and torch.equal(f, f5)
+
+
+def test_positions_and_outputs_in_the_callers_units(fixture_a):
+    """energy_forces with unit factors: positions given in nm are scaled into the model's Angstrom inside the
+    flag kernel, energies and forces leave the last kernel scaled (kcal/mol -> kJ/mol, per A -> per nm), the
+    total is the scaled sum; the same numbers as the model-unit call times the factors."""
+    pos, types = fixture_a["positions_A"][[0, 3]].double(), fixture_a["bead_types"]
+    weights, eng = _engine(torch.float64)
+    e, f, t = eng.energy_forces(weights, pos, types)
+    en, fn, tn = eng.energy_forces(weights, pos * 0.1, types, (10.0, 4.184, 41.84))
+    assert rel_error(en, e * 4.184) < 1e-14 and rel_error(fn, f * 41.84) < 1e-14
+    assert abs(float(tn) - float(e.sum()) * 4.184) < 1e-12 * abs(float(tn)) and tn.shape == ()
 
 
 class _HostSync(AssertionError):
@@ -118,26 +164,83 @@ def _forbid_host_syncs(monkeypatch):
 
 
 def test_a_step_has_no_host_synchronisation(fixture_a, monkeypatch):
-    """After a first call (plans and buffers), a step of the triton engine -- the tile flags rebuilt for a
-    replica that moved past half the skin, all blocks forward and backward -- never reads the device back to
-    the host: a sync that creeps back fails here (on a GPU it would also break CUDA-graph capture)."""
-    model = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float32, backend="triton")
-    weights, basis, filters = unpack(model.network)
-    eng = TritonTileEngine(basis, filters, skin=2.0)
+    """After a first call (plans and buffers), a fused step of the triton engine -- the tile flags and work list
+    rebuilt for a replica that moved past half the skin, all blocks forward and backward -- never reads the device
+    back to the host: a sync that creeps back fails here (on a GPU it would also break CUDA-graph capture)."""
+    weights, eng = _engine()
     pos = fixture_a["positions_A"][:2].float()
     types = fixture_a["bead_types"]
-    energy_forces_fused(weights, pos, types, eng)
+    eng.energy_forces(weights, pos, types)
     moved = pos.clone()
     moved[1] += 1.5
     with monkeypatch.context() as mp:
         _forbid_host_syncs(mp)
         with pytest.raises(_HostSync):                   # the guard works
             bool(torch.ones(1))
-        e, f = energy_forces_fused(weights, moved, types, eng)
+        e, f, _ = eng.energy_forces(weights, moved, types)
     assert eng.builds == 2
     e_ref, f_ref = load_model(oracle_path("mlcg_schnet_A.pt"), dtype=torch.float32,
                               backend="reference").energy_forces(moved, types)
     assert rel_error(f, f_ref) < 1e-4
+
+
+class _Ops(TorchDispatchMode):
+    """Every ATen op called outside Triton's interpreter (the interpreter stands in for the GPU and converts its
+    arguments itself)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        frame = sys._getframe(1)
+        while frame is not None and "/triton/" not in frame.f_code.co_filename:
+            frame = frame.f_back
+        if frame is None:
+            self.ops.append(func._overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+#: ATen ops that allocate (the rest of what a warm step may call are views)
+_ALLOCATING = {"empty", "empty_strided", "zeros", "ones", "full", "clone", "new_empty", "new_zeros", "empty_like",
+               "zeros_like", "full_like", "contiguous", "copy_", "cat", "stack"}
+_VIEWS = {"view", "_unsafe_view", "reshape", "alias", "detach", "select", "slice", "as_strided", "expand", "t",
+          "transpose", "permute", "unsqueeze", "squeeze", "_reshape_alias"}
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["exact", "tables"])
+def test_a_warm_step_is_one_plus_four_launches_per_block_and_allocates_only_its_outputs(fixture_a, compressed,
+                                                                                        model64, monkeypatch):
+    """A warm fused step of n interaction blocks launches 1 + 4 n kernels (the flags and work list; per block
+    the CFConv forward, the node forward, the CFConv backward and the node backward) and runs no PyTorch op but
+    the allocation of its three outputs (energies, forces, total) and views of them: the launch layer is
+    instrumented, every ATen op outside the interpreter recorded."""
+    from flashschnet.fused import triton_engine as te, tile_flags as tf
+
+    net = compress(copy.deepcopy(model64).float(), knots=32, tolerance=1.0) if compressed else None
+    weights, eng = _engine(torch.float32, compressed=net)
+    pos, types = fixture_a["positions_A"][:1].float(), fixture_a["bead_types"]
+    eng.energy_forces(weights, pos, types)                           # plans, buffers, per-type rows
+    moved = pos + 0.01
+    names = []
+
+    def counted(launch, run=te.run):
+        names.append(launch.name)
+        run(launch)
+
+    monkeypatch.setattr(te, "run", counted)
+    monkeypatch.setattr(tf, "run", counted)
+    with _Ops() as ops:
+        e, f, t = eng.energy_forces(weights, moved, types)
+    n = len(weights.blocks)
+    conv = "_cfconv_table" if compressed else "_cfconv"
+    assert names == (["_tile_flags_kernel"] + [f"{conv}_fwd_kernel", "_node_fwd_kernel"] * n
+                     + [f"{conv}_bwd_kernel", "_node_bwd_kernel"] * n)
+    assert len(names) == 1 + 4 * n
+    allocs = [o for o in ops.ops if o in _ALLOCATING]
+    assert allocs == ["empty"] * 3, ops.ops
+    assert set(ops.ops) - _ALLOCATING <= _VIEWS, ops.ops
+    assert not torch.isnan(f).any() and f.shape == (1, pos.shape[1], 3) and e.shape == (1,) and t.shape == ()
 
 
 def test_compressed_model_on_the_table_kernels_matches_reference(model64, fixture_a, caplog):

@@ -18,27 +18,37 @@ def poison(poison_buffers):
 
 def test_tile_counts_and_the_buffers_of_a_workspace():
     assert BLOCK == 16
-    assert tile_counts(0) == (0, 0, 0)
-    assert tile_counts(1) == (1, 1, 0) and tile_counts(16) == (1, 1, 0)
-    assert tile_counts(17) == (2, 3, 1)
-    assert tile_counts(40) == (3, 6, 3)                    # 3 tiles, the last partial: 6 slots, 3 off-diagonal
-    assert tile_counts(40, block=8) == (5, 15, 10)
-    ws = Workspace(2, 40, 6, torch.float64, torch.device("cpu"))
-    assert (ws.R, ws.N, ws.F, ws.block, ws.T, ws.S, ws.SO) == (2, 40, 6, 16, 3, 6, 3)
+    assert tile_counts(0) == (0, 0)
+    assert tile_counts(1) == (1, 1) and tile_counts(16) == (1, 1)
+    assert tile_counts(17) == (2, 3)
+    assert tile_counts(40) == (3, 6)                    # 3 tiles, the last partial: 6 slots
+    assert tile_counts(40, block=8) == (5, 15)
+    ws = Workspace(2, 40, 32, torch.float64, torch.device("cpu"), NP=2)
+    assert (ws.R, ws.N, ws.FP, ws.NP, ws.block, ws.T, ws.S) == (2, 40, 32, 2, 16, 3, 6)
     assert ws.flags.dtype == torch.int8 and ws.flags.tolist() == [1] * 12       # all slots active until built
+    assert ws.worklist.dtype == ws.counts.dtype == torch.int32 and ws.worklist.shape == (12,)
+    assert ws.counts.tolist() == [0, 0]                                           # no item before the first build
     assert ws.ref.shape == (2, 40, 3) and bool(torch.isnan(ws.ref).all())      # never built
     assert ws.builds.dtype == torch.int32 and ws.builds.tolist() == [0, 0]
-    assert ws.rowbuf.shape == (6, 16, 6) and ws.colbuf.shape == (6, 16, 6)      # R*T rows, R*SO columns
-    assert ws.prow.shape == (6, 16, 3) and ws.pcol.shape == (6, 16, 3)
-    assert ws.m.shape == ws.gh.shape == (2, 40, 6) and ws.gpos.shape == (2, 40, 3)
-    assert ws.m.dtype == ws.rowbuf.dtype == torch.float64
+    assert ws.pos.shape == (2, 40, 3) and bool(torch.isnan(ws.pos).all())      # poisoned until a step writes it
+    assert ws.rowpart.shape == (12, 16, 32) and ws.colpart.shape == (12, 16, 32)      # one per slot
+    assert ws.prow.shape == (24, 16, 4) and ws.pcol.shape == (24, 16, 4)              # NP per slot
+    m, gh, gpos = ws.unfused(6)
+    assert m.shape == gh.shape == (2, 40, 6) and gpos.shape == (2, 40, 3) and ws.unfused(6)[0] is m
+    assert m.dtype == ws.rowpart.dtype == torch.float64
+    nodes = ws.nodes(64, 3, 4, 100)
+    assert nodes["x"].shape == (2, 40, 64) and nodes["a"].shape == (3, 2, 40, 64) and nodes["h"].shape == (3, 2, 40, 32)
+    assert nodes["gm"].shape == (2, 40, 32) and nodes["facc"].shape == (2, 40, 4) and nodes["epart"].shape == (6,)
+    assert nodes["scratch"].shape == (400,) and ws.nodes(64, 3, 4, 100) is nodes
     pos = torch.zeros(2, 40, 3, dtype=torch.float64)
-    assert ws.matches(pos, 6)
-    assert not ws.matches(pos, 5) and not ws.matches(pos.float(), 6) and not ws.matches(pos[:1], 6)
-    assert not ws.matches(pos[:, :39], 6)
-    one = Workspace(1, 1, 4, torch.float32, torch.device("cpu"))     # one bead: one tile, no off-diagonal slot
-    assert (one.T, one.S, one.SO) == (1, 1, 0)
-    assert one.colbuf.shape == (1, 16, 4) and one.pcol.shape == (1, 16, 3)     # never zero-size
+    assert ws.matches(pos, 32, 2)
+    assert not ws.matches(pos, 64, 2) and not ws.matches(pos, 32, 1) and not ws.matches(pos.float(), 32, 2)
+    assert not ws.matches(pos[:1], 32, 2) and not ws.matches(pos[:, :39], 32, 2)
+    one = Workspace(1, 1, 32, torch.float32, torch.device("cpu"))     # one bead: one tile, one slot
+    assert (one.T, one.S) == (1, 1)
+    assert one.colpart.shape == (1, 16, 32) and one.pcol.shape == (1, 16, 4)     # never zero-size
+    none = Workspace(0, 0, 32, torch.float32, torch.device("cpu"))
+    assert none.flags.numel() == none.counts.numel() == 1 and none.rowpart.shape == (1, 16, 32)
 
 
 def test_poison_fills_nan():

@@ -1,7 +1,8 @@
 """Fused Triton CFConv kernels vs plain-PyTorch references (run on CPU under TRITON_INTERPRET=1): the forward
 aggregation, the backward (feature and position gradients in one kernel), every matrix-product precision, finite
-differences, determinism, skin independence, poisoned buffers. The kernels' radial basis: test_filter_mlp.py; the
-tile-pair flag kernel: test_tiles.py."""
+differences, determinism, independence of the skin and of the number of persistent programs, the GPU's chunked
+items, poisoned buffers. The kernels' radial basis: test_filter_mlp.py; the tile-pair flag kernel and the work
+list: test_tiles.py."""
 import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")   # before triton / the kernels are imported
@@ -13,6 +14,7 @@ import torch
 
 import triton  # noqa: E402,F401  (a required dependency: it comes with torch)
 
+from flashschnet.fused import launches  # noqa: E402
 from flashschnet.fused.launches import triton_available  # noqa: E402
 from tests.helpers import standalone_ops as ops  # noqa: E402
 from tests.helpers import cfconv_reference as ref  # noqa: E402
@@ -48,10 +50,12 @@ CASES = {
     "blob34_nofilt": (2, 34, 5, 6, "blob", "gaussian", True, False, 5.0, 5.0),
     "chain21_noenv": (1, 21, 5, 6, "chain", "expnormal", False, False, 6.0, 6.0),
 }
+#: cases of single tests (not swept by test_cfconv_fwd / _bwd)
+OTHER_CASES = {"chain20": (1, 20, 16, 16, "chain", "gaussian", True, True, 7.0, 6.5)}
 
 
 def setup(name, dtype, dot="auto"):
-    R, N, K, F, geom, basis, rbf_env, filt_env, rc, rc_f = CASES[name]
+    R, N, K, F, geom, basis, rbf_env, filt_env, rc, rc_f = {**CASES, **OTHER_CASES}[name]
     pos = (chain if geom == "chain" else blob)(R, N, dtype)
     offsets, coeffs, alpha = basis_params(basis, K, rc, dtype)
     A1, a1, A2 = weights(K, F, dtype)
@@ -134,6 +138,35 @@ def test_bitwise_deterministic(dtype):
     g1, g2 = ops.cfconv_bwd(pos, h, gm, *args), ops.cfconv_bwd(pos, h, gm, *args)
     assert torch.equal(m1, m2)
     assert torch.equal(g1[0], g2[0]) and torch.equal(g1[1], g2[1])
+
+
+@pytest.mark.parametrize("programs", [1, 3, 5])
+def test_bitwise_independent_of_the_number_of_programs(programs, monkeypatch):
+    """An item's arithmetic does not depend on the program that runs it, and a tile's partials are added in a
+    fixed order: the persistent grid's size (rounded up to whole channel groups) changes no bit."""
+    pos, h, gm, args = setup("chain40", torch.float64)
+    m0, (gh0, gp0) = ops.cfconv_fwd(pos, h, *args), ops.cfconv_bwd(pos, h, gm, *args)
+    monkeypatch.setattr(ops, "programs", programs)
+    m, (gh, gp) = ops.cfconv_fwd(pos, h, *args), ops.cfconv_bwd(pos, h, gm, *args)
+    assert torch.equal(m, m0) and torch.equal(gh, gh0) and torch.equal(gp, gp0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f32", "f64"])
+def test_the_gpus_chunked_items(dtype, monkeypatch):
+    """The GPU's configurations (32 pairs per forward product, 16 per backward one: several chunks per item,
+    their column partials stored chunk by chunk) against the reference; the interpreter's whole-tile-pair items
+    agree with them to rounding."""
+    pos, h, gm, args = setup("chain20", dtype)
+    m_whole, (gh_whole, gp_whole) = ops.cfconv_fwd(pos, h, *args), ops.cfconv_bwd(pos, h, gm, *args)
+    monkeypatch.setattr(launches, "GPU_CONFIGS_IN_INTERPRETER", True)
+    m = ops.cfconv_fwd(pos, h, *args)
+    gh, gp = ops.cfconv_bwd(pos, h, gm, *args)
+    close(m, ref.cfconv_fwd_ref(pos, h, *args), dtype)
+    rgh, rgp = ref.cfconv_bwd_ref(pos, h, gm, *args)
+    close(gh, rgh, dtype)
+    close(gp, rgp, dtype)
+    close(m, m_whole, dtype)
+    close(gp, gp_whole, dtype)
 
 
 def test_bwd_vs_finite_differences():

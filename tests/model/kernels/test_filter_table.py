@@ -14,6 +14,7 @@ import torch
 
 import triton  # noqa: E402,F401  (a required dependency: it comes with torch)
 
+from flashschnet.fused import launches  # noqa: E402
 from flashschnet.fused.launches import triton_available  # noqa: E402
 from flashschnet.nn.table import encode  # noqa: E402
 from tests.helpers import cfconv_reference as ref  # noqa: E402
@@ -53,6 +54,8 @@ CASES = {
     "n3": (2, 3, 5, 9, "chain", 6.0, 6.0),
     "chain40": (2, 40, 16, 33, "chain", 6.5, 7.0),
     "blob37": (3, 37, 6, 20, "blob", 5.0, 6.0),
+    "wide40": (2, 40, 70, 17, "chain", 6.5, 7.0),            # 70 channels: padded to 128, four channel groups
+    "wide20": (1, 20, 70, 17, "chain", 6.5, 7.0),
 }
 
 
@@ -147,6 +150,32 @@ def test_bwd_vs_finite_differences():
             fd[a, c] = (e1 - e2) / (2 * eps)
     assert float(grad[0, idx].abs().max()) > 1e-2
     torch.testing.assert_close(grad[0, idx], fd, rtol=1e-6, atol=1e-7 * float(fd.abs().max()))
+
+
+@pytest.mark.parametrize("programs", [1, 2, 5])
+def test_channel_groups_and_any_number_of_programs(programs, monkeypatch):
+    """70 channels are four groups of 32 (padded): each group's items against the reference, and bitwise the same
+    for any persistent grid (1, 2 and 5 programs round up to 4, 4 and 8: a program keeps one group)."""
+    pos, h, gm, args = setup("wide40" if programs == 1 else "wide20", 3, "f32")
+    m0, (gh0, gp0) = ops.cfconv_table_fwd(pos, h, *args), ops.cfconv_table_bwd(pos, h, gm, *args)
+    if programs == 1:
+        check_fwd_bwd(pos, h, gm, args)
+    monkeypatch.setattr(ops, "programs", programs)
+    m, (gh, gp) = ops.cfconv_table_fwd(pos, h, *args), ops.cfconv_table_bwd(pos, h, gm, *args)
+    assert torch.equal(m, m0) and torch.equal(gh, gh0) and torch.equal(gp, gp0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+def test_the_gpus_chunked_items(dtype, monkeypatch):
+    """The GPU's configurations (chunks of 4 source beads forward, 2 backward, float64 8 forward) against the
+    reference, four channel groups; the interpreter's whole-tile-pair items agree with them to rounding."""
+    pos, h, gm, args = setup("wide20", 2, "bf16", dtype=dtype)
+    whole = ops.cfconv_table_bwd(pos, h, gm, *args)
+    monkeypatch.setattr(launches, "GPU_CONFIGS_IN_INTERPRETER", True)
+    check_fwd_bwd(pos, h, gm, args, dtype)
+    gh, gp = ops.cfconv_table_bwd(pos, h, gm, *args)
+    close(gh, whole[0], dtype)
+    close(gp, whole[1], dtype)
 
 
 def test_bitwise_deterministic_and_skin_independent():
