@@ -1,7 +1,9 @@
 # Sourced (not run) by tools/device_benchmark.sh on the device and by tools/device_rehearsal.sh here: installs the
 # carried wheels (.whl/) into $SITE and this checkout into $FS with the interpreter $PY, then exports PYTHONPATH
 # and LD_LIBRARY_PATH so that OpenMM's CUDA plugin finds the NVIDIA libraries torch brought. One set of commands
-# for both, so that the rehearsal installs exactly what the device gets, the same way.
+# for both, so that the rehearsal installs exactly what the device gets, the same way. The baseline tree
+# (.baseline/, tools/fetch_device_baseline.sh) is not installed: its row workers put it first on PYTHONPATH in
+# place of $FS (flashschnet.openmm.benchmark.device_rows).
 #   PY (python3)   SITE (/tmp/site)   FS (/tmp/fs)
 PY="${PY:-python3}"; SITE="${SITE:-/tmp/site}"; FS="${FS:-/tmp/fs}"
 echo "== installing the carried wheels (.whl/) into $SITE and this checkout into $FS, with $PY"
@@ -12,7 +14,7 @@ echo "carried: $(du -cb .whl/*.whl 2>/dev/null | tail -1 | cut -f1) bytes of whe
 if ! "$PY" -m pip install -q --no-deps --no-build-isolation --no-compile --target "$FS" . >/dev/null 2>&1; then
   echo "pip install of the checkout failed: using a copy of the source tree in $FS instead"
   rm -rf "$FS" && mkdir -p "$FS" && cp -r model "$FS/flashschnet" && cp -r plugin "$FS/flashschnet/openmm" \
-    && cp -r scripts "$FS/flashschnet/scripts"
+    && cp -r scripts "$FS/flashschnet/scripts" && cp -r examples "$FS/flashschnet/examples"
 fi
 # The OpenMM CUDA plugin's RUNPATH looks for libnvrtc.so.13 / libcufft.so.12 in ../../../nvidia/cu13/lib next to
 # OpenMM.libs, i.e. $SITE/nvidia: point that at the nvidia wheels torch brought (LD_LIBRARY_PATH too).

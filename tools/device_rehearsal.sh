@@ -3,8 +3,9 @@
 # triton 3.6.0, numpy 2.5.2, nothing of ours), the carried wheels installed by the same commands the device runs
 # (tools/device_install.sh, sourced by tools/device_benchmark.sh too), then every stage of
 # `tools/device_checks.py --device cpu --smoke`, the TorchForce rows included (OpenMM's CPU platform, the same
-# openmm-torch build the device gets). Exit status 0 only when every stage passed. Also lists what the device call
-# carries and its size against the device tool's 64 MiB limit.
+# openmm-torch build the device gets), the baseline tree's rows too (.baseline/, built by
+# tools/fetch_device_baseline.sh if missing). Exit status 0 only when every stage passed. Also lists what the device
+# call carries (the tree, .whl/, .martini_ff/, .baseline/) and its size against the device tool's 64 MiB limit.
 #   bash tools/device_rehearsal.sh            # log: $OUT/rehearsal.log, results: $OUT/device.json
 #   OUT (/tmp/device-rehearsal)   FLASHSCHNET_VENV_ROOT (~/.cache/flashschnet/venvs)
 set -uo pipefail
@@ -27,22 +28,35 @@ venv="$root/device-rehearsal-py3.12-$(echo "${IMAGE[*]}" | sha256sum | cut -c1-1
       && touch "$venv/.complete" || { echo "REHEARSAL FAILED: could not build the venv"; exit 1; }
   fi
   if [ ! -d .whl ]; then bash tools/fetch_device_wheels.sh || { echo "REHEARSAL FAILED: fetching the wheels"; exit 1; }; fi
-  if [ ! -d .martini_ff ] && [ -d ../shared/martini/m3 ]; then
-    mkdir -p .martini_ff && cp ../shared/martini/m3/*.itp .martini_ff/
+  if [ ! -d .martini_ff ] && [ -d ../shared/martini/m3 ]; then    # as tools/device_benchmark.sh says: gzipped
+    mkdir -p .martini_ff && cp ../shared/martini/m3/*.itp .martini_ff/ && gzip -f .martini_ff/martini_v3.0.0.itp
+  fi
+  exclude="$(git rev-parse --git-path info/exclude 2>/dev/null || echo .git/info/exclude)"
+  grep -qx '/.martini_ff/' "$exclude" 2>/dev/null || echo '/.martini_ff/' >> "$exclude"
+  if [ ! -f .baseline/flashschnet/__init__.py ]; then
+    bash tools/fetch_device_baseline.sh || echo "no baseline tree: its rows will be skips (see above)"
   fi
   echo "== what the device call carries (limit 64 MiB = 67108864 bytes)"
   tree_bytes="$(git ls-files -z --cached --others --exclude-standard | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)"
   whl_bytes="$(du -cb .whl/*.whl | tail -1 | cut -f1)"; ff_bytes="$(du -cb .martini_ff 2>/dev/null | tail -1 | cut -f1)"
+  base_bytes="$(du -sb .baseline 2>/dev/null | cut -f1)"
   for f in .whl/*.whl; do printf '  %10d  %s\n' "$(stat -c %s "$f")" "$f"; done
-  printf '  %10d  .martini_ff/ (MARTINI 3 .itp files)\n  %10d  the working tree (tracked and untracked, not ignored)\n' \
-    "${ff_bytes:-0}" "$tree_bytes"
-  total=$((tree_bytes + whl_bytes + ${ff_bytes:-0}))
-  echo "  total $total bytes ($((total * 100 / 67108864))% of 64 MiB)"
+  printf '  %10d  .martini_ff/ (MARTINI 3 .itp files)\n  %10d  .baseline/ (the tree of %s)\n' \
+    "${ff_bytes:-0}" "${base_bytes:-0}" "$(cat .baseline/COMMIT 2>/dev/null || echo 'no baseline')"
+  printf '  %10d  the working tree (tracked and untracked, not ignored)\n' "$tree_bytes"
+  total=$((tree_bytes + whl_bytes + ${ff_bytes:-0} + ${base_bytes:-0}))
+  echo "  total $total bytes ($((total * 100 / 67108864))% of 64 MiB): carry=[\".whl\", \".martini_ff\", \".baseline\"]"
   [ "$total" -lt 67108864 ] || { echo "REHEARSAL FAILED: the carried set is over 64 MiB"; exit 1; }
   tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
   PY="$venv/bin/python"; SITE="$tmp/site"; FS="$tmp/fs"
   source tools/device_install.sh
-  "$PY" tools/device_checks.py --device cpu --smoke --out "$OUT"
+  ff=()                                 # the gzipped .itp files unpacked outside the tree, as on the device
+  if ls .martini_ff/*.itp.gz >/dev/null 2>&1; then
+    mkdir -p "$tmp/martini_ff" && cp .martini_ff/*.itp "$tmp/martini_ff/" 2>/dev/null
+    for f in .martini_ff/*.itp.gz; do gunzip -c "$f" > "$tmp/martini_ff/$(basename "${f%.gz}")"; done
+    ff=(--martini-ff "$tmp/martini_ff")
+  fi
+  "$PY" tools/device_checks.py --device cpu --smoke --out "$OUT" ${ff[@]+"${ff[@]}"}
   rc=$?
   echo "device_checks.py exit status $rc"
   if [ "$rc" -eq 0 ]; then echo "REHEARSAL PASSED: every stage"; else echo "REHEARSAL FAILED: see the stages above"; fi

@@ -1,9 +1,13 @@
 """Render a ``device.json`` of ``tools/device_checks.py`` into docs/benchmarks.md's GPU section
 (:mod:`flashschnet.openmm.benchmark.device_report`: the targets, the tables, the markers).
 
-    python tools/device_report.py device.json            # rewrite the GPU section of docs/benchmarks.md
+    python tools/device_report.py device.json            # rewrite the section of the run after the kernel rewrite
     python tools/device_report.py device.json --stdout   # print the section, write nothing
     python tools/device_report.py device.json --doc other.md
+
+Only the text between ``<!-- device-report-2:begin -->`` and ``<!-- device-report-2:end -->`` is written (a section
+holding the markers is appended where the file has none); the first GPU run's section (2026-12-04, between
+``<!-- device-report:begin -->`` and ``<!-- device-report:end -->``) stays as it was rendered then.
 """
 from __future__ import annotations
 

@@ -2,7 +2,8 @@ r"""Offline GPU-fit check of the triton backend's kernels: compile, on a machine
 variant a float32 step can launch (and a compressed model's float64 step: its table kernels), for NVIDIA
 targets, and report whether each fits.
 
-    python tools/gpu_fit.py --arch 90 [--arch 80] [--json OUT.json] [--merge-into FILE.json] [--all-bases] [--check]
+    python tools/gpu_fit.py --arch 90 [--arch 80] [--json OUT.json] [--merge-into FILE.json [--update-doc MD]]
+        [--all-bases] [--check]
 
 For each kernel and variant the engine's own launches are compiled
 (:func:`flashschnet.fused.launches.step_launches` and ``table_step_launches``: the kernel itself, the arguments'
@@ -21,7 +22,7 @@ with torch 2.11: the project's venv) and the one before it (3.5.1). ``--merge-in
 running Triton's section of FILE and keeps the others. Regenerate both sections (each ~5-10 min on 2 cores):
 
     $(bash tools/venv.sh)/bin/python tools/gpu_fit.py --arch 90 --arch 80 --all-bases \
-        --merge-into docs/gpu-fit.json --check                                  # triton 3.6.0
+        --merge-into docs/gpu-fit.json --check                                  # triton 3.6.0 (+ --update-doc)
     python3.11 -m venv /tmp/venv-triton351 && /tmp/venv-triton351/bin/pip install torch==2.13.0 triton==3.5.1 \
         'numpy<2.4' && /tmp/venv-triton351/bin/pip install --no-deps -e .      # CPU torch + triton 3.5.1
     /tmp/venv-triton351/bin/python tools/gpu_fit.py --arch 90 --arch 80 --all-bases \
@@ -91,6 +92,8 @@ def fit(launch, variant: str, arch: int) -> dict:
     import triton
     from triton.backends.compiler import GPUTarget
 
+    from flashschnet.kernels.gpu_fit import ctas_per_sm
+
     name, kernel, args, meta, opts = launch.name, launch.kernel, launch.args, launch.meta, launch.options
     sig, attrs = _signature(kernel, args, meta)
     t0 = time.time()
@@ -100,17 +103,22 @@ def fit(launch, variant: str, arch: int) -> dict:
     ptx = ck.asm["ptx"]
     info = _ptxas(ptx, arch)
     total = lambda pat: sum(int(x) for x in re.findall(pat, info))   # noqa: E731
-    return {
+    row = {
         "kernel": name, "variant": variant, "arch": arch, "triton": triton.__version__,
         "regs": total(r"Used (\d+) registers"),
         "spill_bytes": total(r"(\d+) bytes spill stores") + total(r"(\d+) bytes spill loads"),
         "shared_bytes": int(ck.metadata.shared),
         "compile_s": round(compile_s, 2),
         "tensor_cores": bool(re.search(r"\b(mma\.sync|wgmma)", ptx)),
+        "wgmma": bool(re.search(r"\bwgmma\.mma_async", ptx)),
+        "cp_async": bool(re.search(r"\bcp\.async", ptx)),
         "stack_bytes": total(r"(\d+) bytes stack frame"),
         "num_warps": opts["num_warps"], "num_stages": opts["num_stages"], "maxnreg": opts.get("maxnreg"),
+        "ctas_per_sm_configured": launch.config.get("ctas_per_sm"),
         "constexprs": {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in meta.items()},
     }
+    row["ctas_per_sm"] = ctas_per_sm(row)
+    return row
 
 
 def launches(all_bases: bool):
@@ -130,13 +138,16 @@ def launches(all_bases: bool):
 
 
 def table(rows) -> str:
-    head = f"| {'kernel':<24} | {'variant':<16} | arch | regs | spill B | shared B | compile s | tensor cores | fits |"
+    head = (f"| {'kernel':<24} | {'variant':<16} | arch | regs | spill B | shared B | CTAs/SM | compile s | "
+            f"tensor cores | wgmma | cp.async | fits |")
     lines = [head, "|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|"]
+    yes = lambda b: "yes" if b else "no"                              # noqa: E731
     for r in rows:
         bad = problems(r)
         lines.append(f"| {r['kernel']:<24} | {r['variant']:<16} | {r['arch']:>4} | {r['regs']:>4} | "
-                     f"{r['spill_bytes']:>7} | {r['shared_bytes']:>8} | {r['compile_s']:>9} | "
-                     f"{'yes' if r['tensor_cores'] else 'no':>12} | {'yes' if not bad else 'NO: ' + '; '.join(bad)} |")
+                     f"{r['spill_bytes']:>7} | {r['shared_bytes']:>8} | {r['ctas_per_sm']:>7} | {r['compile_s']:>9} | "
+                     f"{yes(r['tensor_cores']):>12} | {yes(r['wgmma']):>5} | {yes(r['cp_async']):>8} | "
+                     f"{'yes' if not bad else 'NO: ' + '; '.join(bad)} |")
     return "\n".join(lines)
 
 
@@ -159,6 +170,8 @@ def main(argv=None) -> int:
                    help="replace this Triton version's run in FILE (docs/gpu-fit.json: one run per version)")
     p.add_argument("--all-bases", action="store_true", help="also every basis / envelope combination")
     p.add_argument("--check", action="store_true", help="exit 1 if a row does not fit (problems())")
+    p.add_argument("--update-doc", metavar="MD", help="after --merge-into, render that file's runs into this Markdown "
+                                                      "file's gpu-fit markers (docs/benchmarks.md)")
     a = p.parse_args(argv)
     import triton
 
@@ -180,6 +193,13 @@ def main(argv=None) -> int:
     if a.merge_into:
         merge_into(a.merge_into, {"triton": triton.__version__, "torch": torch.__version__,
                                   "archs": a.arch or [90], "all_bases": a.all_bases, "rows": rows})
+        if a.update_doc:
+            from flashschnet.kernels.gpu_fit import load, update_doc
+
+            with open(a.update_doc) as f:
+                text = update_doc(f.read(), load(a.merge_into))
+            with open(a.update_doc, "w") as f:
+                f.write(text)
     return 1 if a.check and any(problems(r) for r in rows) else 0
 
 

@@ -305,8 +305,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                      "seconds": round(time.perf_counter() - t0, 1)},
         "emulation": {
             "products": "the filter network's four products, both operands rounded: e A1^T, (de/dd) A1^T, s A2^T, "
-                        "(ds/dd) A2^T (flashschnet.kernels.filter_mlp _first_layer/_second_layer/_first_half/"
-                        "_second_from_half); float32 accumulation; everything else float32",
+                        "(ds/dd) A2^T (flashschnet.kernels.cfconv _input_half); float32 accumulation; everything else "
+                        "float32",
             "precisions": {"ieee": "no rounding (float32)",
                            "tf32": "round to nearest, ties away from zero, to 10 mantissa bits (cvt.rna.tf32.f32)",
                            "tf32_rz": "low 13 mantissa bits dropped (tensor cores fed unconverted float32)",

@@ -113,8 +113,8 @@ def _fused_classes():
 
     class RoundedFilter(ExactFilter):
         """:class:`~flashschnet.fused.torch_engine.ExactFilter` with the operands of its four products rounded
-        by ``rnd`` -- the kernels' ``_first_layer``/``_second_layer`` (forward) and ``_first_half``/
-        ``_second_from_half`` (backward): ``e A1^T``, ``(de/dd) A1^T``, ``s A2^T``, ``(ds/dd) A2^T``."""
+        by ``rnd`` -- the kernels' (:func:`flashschnet.kernels.cfconv._input_half`, forward and backward):
+        ``e A1^T``, ``(de/dd) A1^T``, ``s A2^T``, ``(ds/dd) A2^T``."""
 
         def __init__(self, f, basis, rnd):
             super().__init__(f, basis)

@@ -30,27 +30,36 @@ from .plans import BasisPlan, FilterPlan, TablePlan, pow2
 from .workspace import Workspace
 
 #: launch options per kernel, chosen with ``tools/gpu_fit.py`` (registers, spills, shared memory, blocks per
-#: multiprocessor; sm_80 and sm_90; every basis / envelope / matmul / table variant): ``num_warps``, ``num_stages``,
-#: ``maxnreg`` (Triton's), ``JB`` (the CFConv kernels' source beads per chunk, a constexpr) and ``ctas_per_sm``
-#: (the persistent kernels' programs per multiprocessor: what the registers and shared memory let reside). The
-#: table kernels' float32 variants cap registers at 128 so two 8-warp programs share a multiprocessor (no spill:
-#: 4 source beads per forward chunk, 2 per backward one); the exact filter's fit with 32 / 16 pairs per product
-#: (64-row products spill in Triton 3.6: docs/benchmarks.md)
+#: multiprocessor; sm_80 and sm_90; every basis / envelope / matmul / table variant) and the performance model
+#: (docs/benchmarks.md: the calibrated model has the kernels bound by chains of dependent steps, so a chunk should
+#: hold as many pairs as the registers allow): ``num_warps``, ``num_stages``, ``maxnreg`` (Triton's), ``JB`` (the
+#: CFConv kernels' source beads per chunk, a constexpr), ``NC`` (the node kernels' block width) and ``ctas_per_sm``
+#: (the persistent kernels' programs per multiprocessor: what the registers and shared memory let reside), ``groups``
+#: (the exact filter's channel groups per tile pair: the backward splits the second layer's output channels in
+#: two, each item computing the first layer again, which keeps every basis and envelope variant spill-free). The
+#: float32 table kernels run as many small programs per multiprocessor as fit -- 2 warps each, six resident (their
+#: 16-bit-table variants fit six, float32 ones up to eight), each an independent chain, 16 x 2 pairs per forward
+#: step, 16 x 1 per backward one: of the configurations that compile spill-free on sm_80 and sm_90 the one the
+#: calibrated model predicts fastest (one 16-warp program per multiprocessor on whole tile pairs: 1.5x slower at
+#: R = 64); the node kernels 8 warps on 64-wide blocks; the exact filter's kernels fit with 32 / 16 pairs per
+#: product (64-row products spill in Triton 3.6: docs/benchmarks.md)
 KERNEL_CONFIGS = {
-    "_cfconv_table_fwd_kernel": {"num_warps": 8, "num_stages": 2, "maxnreg": 128, "JB": 4, "ctas_per_sm": 2},
-    "_cfconv_table_bwd_kernel": {"num_warps": 8, "num_stages": 2, "maxnreg": 128, "JB": 2, "ctas_per_sm": 2},
-    "_cfconv_fwd_kernel": {"num_warps": 8, "num_stages": 1, "JB": 2, "ctas_per_sm": 1},
-    "_cfconv_bwd_kernel": {"num_warps": 8, "num_stages": 1, "JB": 1, "ctas_per_sm": 1},
-    "_node_fwd_kernel": {"num_warps": 4, "num_stages": 1, "ctas_per_sm": 4, "NC": 32},
-    "_node_bwd_kernel": {"num_warps": 4, "num_stages": 1, "ctas_per_sm": 4, "NC": 32},
+    "_cfconv_table_fwd_kernel": {"num_warps": 2, "num_stages": 2, "JB": 2, "ctas_per_sm": 6},
+    "_cfconv_table_bwd_kernel": {"num_warps": 2, "num_stages": 2, "JB": 1, "ctas_per_sm": 6},
+    "_cfconv_fwd_kernel": {"num_warps": 8, "num_stages": 1, "maxnreg": 255, "JB": 1, "groups": 1, "ctas_per_sm": 1},
+    "_cfconv_bwd_kernel": {"num_warps": 8, "num_stages": 1, "JB": 1, "groups": 2, "ctas_per_sm": 1},
+    "_node_fwd_kernel": {"num_warps": 8, "num_stages": 1, "ctas_per_sm": 2, "NC": 64},
+    "_node_bwd_kernel": {"num_warps": 8, "num_stages": 1, "ctas_per_sm": 2, "NC": 64},
     "_tile_reduce_kernel": {"num_warps": 4, "num_stages": 1},
     "_tile_flags_kernel": {"num_warps": 4, "num_stages": 1},
 }
-#: what a float64 launch changes (float64 values take two registers: no cap, one program per multiprocessor)
+#: what a float64 launch changes (float64 values take two registers: fewer warps, smaller chunks)
 FLOAT64_CONFIGS = {
-    "_cfconv_table_fwd_kernel": {"maxnreg": None, "JB": 8, "ctas_per_sm": 1},
-    "_cfconv_table_bwd_kernel": {"maxnreg": None, "ctas_per_sm": 1},
+    "_cfconv_table_fwd_kernel": {"num_warps": 8, "JB": 8, "ctas_per_sm": 1},
+    "_cfconv_table_bwd_kernel": {"num_warps": 8, "JB": 2, "ctas_per_sm": 1},
 }
+#: what a table kernel with 16-bit table storage changes (its conversions take registers: fewer programs fit)
+TABLE16_CONFIGS = {"_cfconv_table_bwd_kernel": {"ctas_per_sm": 4}}
 #: what Triton's CPU interpreter runs instead: whole tile pairs per chunk and 128-wide node blocks (registers are
 #: no concern there, and every chunk costs interpreter time: this makes the interpreted tests several times
 #: faster). The
@@ -64,29 +73,28 @@ GPU_CONFIGS_IN_INTERPRETER = False
 _TRITON_OPTIONS = ("num_warps", "num_stages", "maxnreg")
 
 
-def config(kernel: str, dtype=torch.float32) -> Dict[str, Any]:
-    """The configuration of ``kernel`` for a launch in compute ``dtype``: :data:`KERNEL_CONFIGS` with
-    :data:`FLOAT64_CONFIGS`' changes for float64, and :data:`INTERPRETER_CONFIGS`' when interpreting (unless
-    :data:`GPU_CONFIGS_IN_INTERPRETER`). Results agree to rounding across configurations, and are bitwise
-    repeatable within one."""
+def config(kernel: str, dtype=torch.float32, sixteen: bool = False) -> Dict[str, Any]:
+    """The configuration of ``kernel`` for a launch in compute ``dtype`` (``sixteen``: of a 16-bit table):
+    :data:`KERNEL_CONFIGS` with :data:`FLOAT64_CONFIGS`' changes for float64, :data:`TABLE16_CONFIGS`' for 16-bit
+    tables, and :data:`INTERPRETER_CONFIGS`' when interpreting (unless :data:`GPU_CONFIGS_IN_INTERPRETER`). Results
+    agree to rounding across configurations, and are bitwise repeatable within one."""
     out = dict(KERNEL_CONFIGS[kernel])
     if dtype == torch.float64:
         out.update(FLOAT64_CONFIGS.get(kernel, {}))
+    elif sixteen:
+        out.update(TABLE16_CONFIGS.get(kernel, {}))
     if interpreting() and not GPU_CONFIGS_IN_INTERPRETER:
         out.update(INTERPRETER_CONFIGS.get(kernel, {}))
     return out
 
 
-#: source beads per chunk of the exact filter's items and of the table kernels' (``config(...)["JB"]``)
 def chunk(kernel: str, dtype) -> int:
+    """Source beads per chunk of the exact filter's items (``config(...)["JB"]``)."""
     return int(config(kernel, dtype)["JB"])
 
 
 #: persistent programs under TRITON_INTERPRET=1 (several, so the interpreted tests run a real persistent loop)
 INTERPRETER_PROGRAMS = 3
-#: channel groups of the exact filter's items (the second layer's output channels split; the first layer is
-#: computed per item): what keeps the backward's operands in an H100/H200's registers
-EXACT_GROUPS = 2
 #: rows of replicas the final node kernel's program 0 sums per step (times the tiles per replica, padded)
 ENERGY_ROWS = 4096
 
@@ -138,7 +146,8 @@ def _multiprocessors(device: str) -> int:
     return int(torch.cuda.get_device_properties(torch.device(device)).multi_processor_count)
 
 
-def persistent_programs(device, items: int, kernel: str, dtype=torch.float32, groups: int = 1) -> int:
+def persistent_programs(device, items: int, kernel: str, dtype=torch.float32, groups: int = 1,
+                        sixteen: bool = False) -> int:
     """A persistent kernel's grid: its ``ctas_per_sm`` (:func:`config`) x the GPU's multiprocessors, at most
     ``items`` (the step's most items), :data:`INTERPRETER_PROGRAMS` when interpreting -- always a multiple of the
     channel ``groups`` (a program keeps its group: the exact kernels stage their group's weights once), at least
@@ -147,28 +156,33 @@ def persistent_programs(device, items: int, kernel: str, dtype=torch.float32, gr
     if interpreting() or torch.device(device).type != "cuda":
         g = INTERPRETER_PROGRAMS
     else:
-        g = config(kernel, dtype)["ctas_per_sm"] * _multiprocessors(str(torch.device(device)))
+        g = config(kernel, dtype, sixteen)["ctas_per_sm"] * _multiprocessors(str(torch.device(device)))
     g = min(g, items)
     return max(groups, g - g % groups)
 
 
 class Launch(NamedTuple):
-    """One kernel call: ``kernel[grid](*args, **meta, **options)``."""
+    """One kernel call: ``kernel[grid](*args, **meta, **options)``; ``cfg`` its :func:`config` (None: that of its
+    kernel and compute dtype, the dtype of its first argument)."""
 
     kernel: Any
     grid: Tuple[int, ...]
     args: Tuple[Any, ...]
     meta: Dict[str, Any]
+    cfg: Optional[Dict[str, Any]] = None
 
     @property
     def name(self) -> str:
         return self.kernel.__name__
 
     @property
+    def config(self) -> Dict[str, Any]:
+        return self.cfg if self.cfg is not None else config(self.name, self.args[0].dtype)
+
+    @property
     def options(self) -> Dict[str, int]:
-        """Triton's launch options for this launch (:func:`config` of its kernel and compute dtype, that of its
-        first argument)."""
-        c = config(self.name, self.args[0].dtype)
+        """Triton's launch options for this launch (of its configuration)."""
+        c = self.config
         return {k: c[k] for k in _TRITON_OPTIONS if c.get(k) is not None}
 
 
@@ -200,41 +214,54 @@ def _rp(ws: Workspace) -> int:
     return pow2(ws.R, 16)
 
 
+def _sixteen(tp: TablePlan) -> bool:
+    return tp.tab.dtype in (torch.float16, torch.bfloat16)
+
+
 def _table_meta(ws: Workspace, tp: TablePlan, kernel: str) -> dict:
-    return dict(B=ws.block, JB=chunk(kernel, ws.like.dtype), FC=tp.FC, FP=tp.FP, NCG=tp.NCG, Q=tp.Q, SCALE=tp.scaled,
-                RP=_rp(ws))
+    return dict(B=ws.block, JB=config(kernel, ws.like.dtype, _sixteen(tp))["JB"], FC=tp.FC, FP=tp.FP, NCG=tp.NCG,
+                Q=tp.Q, SCALE=tp.scaled, RP=_rp(ws))
 
 
 def table_fwd_launch(ws: Workspace, tp: TablePlan, h, h_rs: int, programs: Optional[int] = None) -> Launch:
-    G = _grid(ws, "_cfconv_table_fwd_kernel", tp.NCG, programs)
+    k = "_cfconv_table_fwd_kernel"
+    G = _grid(ws, k, tp.NCG, programs, _sixteen(tp))
     return Launch(kernels()[0]._cfconv_table_fwd_kernel, (G,),
                   (ws.pos, h, ws.worklist, ws.counts, ws.rowpart, ws.colpart, tp.tab, tp.scale, tp.scal, ws.R, ws.N,
-                   ws.T, ws.S, int(h_rs), tp.n), _table_meta(ws, tp, "_cfconv_table_fwd_kernel"))
+                   ws.T, ws.S, int(h_rs), tp.n), _table_meta(ws, tp, k), config(k, ws.like.dtype, _sixteen(tp)))
 
 
 def table_bwd_launch(ws: Workspace, tp: TablePlan, h, h_rs: int, gm, programs: Optional[int] = None) -> Launch:
-    G = _grid(ws, "_cfconv_table_bwd_kernel", tp.NCG, programs)
+    k = "_cfconv_table_bwd_kernel"
+    G = _grid(ws, k, tp.NCG, programs, _sixteen(tp))
     return Launch(kernels()[0]._cfconv_table_bwd_kernel, (G,),
                   (ws.pos, h, gm, ws.worklist, ws.counts, ws.rowpart, ws.colpart, ws.prow, ws.pcol, tp.tab, tp.scale,
-                   tp.scal, ws.R, ws.N, ws.T, ws.S, int(h_rs), tp.n), _table_meta(ws, tp, "_cfconv_table_bwd_kernel"))
+                   tp.scal, ws.R, ws.N, ws.T, ws.S, int(h_rs), tp.n), _table_meta(ws, tp, k),
+                  config(k, ws.like.dtype, _sixteen(tp)))
+
+
+def exact_groups(kernel: str) -> int:
+    """The exact filter kernel's channel groups per tile pair (``groups`` of its configuration)."""
+    return int(KERNEL_CONFIGS[kernel]["groups"])
 
 
 def _meta(ws: Workspace, fp: FilterPlan, bp: BasisPlan, kernel: str) -> dict:
-    return dict(B=ws.block, JB=chunk(kernel, ws.like.dtype), KP=bp.KP, FC=fp.FP // EXACT_GROUPS, FP=fp.FP, NCG=EXACT_GROUPS,
-                BASIS=bp.basis, RBF_ENV=bp.rbf_env, FILT_ENV=bp.filt_env, QUANT=fp.quant, DOT=fp.dot,
+    groups = exact_groups(kernel)
+    return dict(B=ws.block, JB=chunk(kernel, ws.like.dtype), KP=bp.KP, FC=fp.FP // groups, FP=fp.FP,
+                NCG=groups, BASIS=bp.basis, RBF_ENV=bp.rbf_env, FILT_ENV=bp.filt_env, QUANT=fp.quant, DOT=fp.dot,
                 EMU=interpreting(), RP=_rp(ws))
 
 
-def _grid(ws: Workspace, kernel: str, groups: int, programs: Optional[int]) -> int:
+def _grid(ws: Workspace, kernel: str, groups: int, programs: Optional[int], sixteen: bool = False) -> int:
     """The persistent grid of a CFConv launch: ``programs`` (rounded up to a multiple of the channel ``groups``:
     a program keeps one group) or :func:`persistent_programs`."""
     if programs:
         return -(-int(programs) // groups) * groups
-    return persistent_programs(ws.like.device, ws.R * ws.S * groups, kernel, ws.like.dtype, groups)
+    return persistent_programs(ws.like.device, ws.R * ws.S * groups, kernel, ws.like.dtype, groups, sixteen)
 
 
 def fwd_launch(ws: Workspace, fp: FilterPlan, bp: BasisPlan, h, h_rs: int, programs: Optional[int] = None) -> Launch:
-    G = _grid(ws, "_cfconv_fwd_kernel", EXACT_GROUPS, programs)
+    G = _grid(ws, "_cfconv_fwd_kernel", exact_groups("_cfconv_fwd_kernel"), programs)
     return Launch(kernels()[0]._cfconv_fwd_kernel, (G,),
                   (ws.pos, h, ws.worklist, ws.counts, ws.rowpart, ws.colpart, fp.A1, fp.a1, fp.A2, fp.s1, fp.s2,
                    bp.mu, bp.cf, bp.scal, ws.R, ws.N, ws.T, ws.S, int(h_rs)), _meta(ws, fp, bp, "_cfconv_fwd_kernel"))
@@ -242,7 +269,7 @@ def fwd_launch(ws: Workspace, fp: FilterPlan, bp: BasisPlan, h, h_rs: int, progr
 
 def bwd_launch(ws: Workspace, fp: FilterPlan, bp: BasisPlan, h, h_rs: int, gm,
                programs: Optional[int] = None) -> Launch:
-    G = _grid(ws, "_cfconv_bwd_kernel", EXACT_GROUPS, programs)
+    G = _grid(ws, "_cfconv_bwd_kernel", exact_groups("_cfconv_bwd_kernel"), programs)
     return Launch(kernels()[0]._cfconv_bwd_kernel, (G,),
                   (ws.pos, h, gm, ws.worklist, ws.counts, ws.rowpart, ws.colpart, ws.prow, ws.pcol, fp.A1, fp.a1,
                    fp.A2, fp.s1, fp.s2, bp.mu, bp.cf, bp.scal, ws.R, ws.N, ws.T, ws.S, int(h_rs)),
@@ -325,7 +352,7 @@ def step_launches(F: int = 128, K: int = 50, basis: str = "gaussian", rbf_env: b
     dtype = torch.float32
     bp = plan_basis(torch.linspace(0.0, 10.0, K), -torch.ones(K), basis, 1.0, 0.0, 10.0, 10.0, 10.0, rbf_env,
                     filt_env, dtype, device)
-    ws = Workspace(1, N, pow2(F, 32), dtype, device, NP=EXACT_GROUPS)
+    ws = Workspace(1, N, pow2(F, 32), dtype, device, NP=exact_groups("_cfconv_bwd_kernel"))
     h = torch.zeros(1, N, pow2(F, 32), dtype=dtype, device=device)
     A1, a1, A2 = torch.zeros(F, K), torch.zeros(F), torch.zeros(F, F)
     out = []
@@ -342,9 +369,11 @@ def step_launches(F: int = 128, K: int = 50, basis: str = "gaussian", rbf_env: b
 
 
 def node_step_launches(F: int = 128, H: int = 128, widths=(128, 64), blocks: int = 3, N: int = 284, device="cpu"):
-    """``[(variant, launch)]``: the flag kernel, the reductions of the unfused path (widths FP and 4) and the node
-    kernels of a model with hidden width ``H``, filter width ``F``, output MLP ``widths`` and ``blocks``
-    interaction blocks, in float32 and float64 (``/f64``: a compressed model also runs in float64 on a GPU)."""
+    """``[(variant, launch)]``: the flag kernel and the unfused path's reductions (widths FP and 4) in float32 and
+    float64 (``/f64``: a compressed model also runs in float64 on a GPU), and the node kernels of a float32 step of a
+    model with hidden width ``H``, filter width ``F``, output MLP ``widths`` and ``blocks`` interaction blocks (a
+    float64 step on a GPU runs its node layers in PyTorch: :meth:`~flashschnet.fused.triton_engine.TritonTileEngine.
+    energy_forces`)."""
     from ..nn.layout import NodeWeights
     from .node_plans import plan_nodes
 
@@ -361,12 +390,14 @@ def node_step_launches(F: int = 128, H: int = 128, widths=(128, 64), blocks: int
         plan = plan_nodes(NodeWeights(embedding=z(25, H), blocks=blk, out=outs), FP, dt, device)
         ws = Workspace(1, N, FP, dt, device, NP=FP // 32)
         pos = torch.zeros(1, N, 3, dtype=dt, device=device)
-        e, tot, f = torch.zeros(1, dtype=dt), torch.zeros(1, dtype=dt), torch.zeros(1, N, 3, dtype=dt)
         x = node_buffers(ws, plan)["x"]
         out += [(f"flags{tag}", flags_launch(ws, pos, 10.0, 1.0)),
                 (f"W={FP}{tag}", reduce_launch(ws, ws.rowpart, ws.colpart, x, FP, F)),
-                (f"W=4{tag}", reduce_launch(ws, ws.prow, ws.pcol, x, 4, 3, ws.NP)),
-                (f"middle{tag}", node_fwd_launch(ws, plan, 0, x, 0)),
+                (f"W=4{tag}", reduce_launch(ws, ws.prow, ws.pcol, x, 4, 3, ws.NP))]
+        if dt == torch.float64:
+            continue
+        e, tot, f = torch.zeros(1, dtype=dt), torch.zeros(1, dtype=dt), torch.zeros(1, N, 3, dtype=dt)
+        out += [(f"middle{tag}", node_fwd_launch(ws, plan, 0, x, 0)),
                 (f"last{tag}", node_fwd_launch(ws, plan, blocks - 1, x, N)),
                 (f"first{tag}", node_bwd_launch(ws, plan, blocks - 1, e, tot, f, 1.0, 1.0)),
                 (f"middle{tag}", node_bwd_launch(ws, plan, 1, e, tot, f, 1.0, 1.0)),

@@ -31,7 +31,7 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 
 from ..nn.layout import BasisSpec, FilterWeights, NodeWeights, TableWeights, is_table
-from .launches import (EXACT_GROUPS, bwd_launch, fwd_launch, node_buffers, node_bwd_launch, node_fwd_launch,
+from .launches import (bwd_launch, exact_groups, fwd_launch, node_buffers, node_bwd_launch, node_fwd_launch,
                        reduce_launch, run, table_bwd_launch, table_fwd_launch)
 from .node_plans import NodePlan, plan_nodes, type_rows
 from .nodes import energy_forces_scaled
@@ -45,9 +45,9 @@ from .workspace import BLOCK, Workspace
 class ExactTileFilter:
     """One block's exact filter network on the CFConv kernels (:mod:`flashschnet.kernels.cfconv`): its
     :class:`~flashschnet.fused.plans.FilterPlan` and the step's shared :class:`~flashschnet.fused.plans.BasisPlan`;
-    one position partial per slot and channel group."""
+    one position partial per slot and channel group of the backward kernel."""
 
-    NP = EXACT_GROUPS
+    NP = exact_groups("_cfconv_bwd_kernel")
 
     def __init__(self, fp: FilterPlan, bp: BasisPlan):
         self.fp, self.bp = fp, bp
@@ -192,9 +192,13 @@ class TritonTileEngine:
         return self.ws
 
     def _nodes(self, weights: NodeWeights, dtype, device) -> Optional[NodePlan]:
+        """The fused node layers' plan, or None where the node-level PyTorch pass runs instead: an output MLP deeper
+        than the kernels fuse, and float64 on a GPU (the node kernels' float64 variants spill registers on sm_80 and
+        sm_90: ``tools/gpu_fit.py``; they run under the interpreter, where they are tested)."""
         key = (id(weights), dtype, device)
         if self._node_plan_of != key:
-            self.node_plan = plan_nodes(weights, self.FP, dtype, device) if weights.blocks else None
+            fuse = bool(weights.blocks) and not (dtype == torch.float64 and torch.device(device).type == "cuda")
+            self.node_plan = plan_nodes(weights, self.FP, dtype, device) if fuse else None
             self._node_plan_of, self._types_key = key, None
             self._weights_alive = weights              # the key's id stays valid while the plan is used
         return self.node_plan
@@ -214,8 +218,8 @@ class TritonTileEngine:
                       scales: Sequence[float] = (1.0, 1.0, 1.0)):
         """``(energies [R], forces [R, N, 3], total [])`` of positions ``[R, N, 3]`` given in a length unit of
         ``scales = (length_scale, energy_scale, force_scale)`` times the model's (model units x the scales out):
-        the fused step (module docstring), or the node-level PyTorch pass over the same CFConv kernels when the
-        node layers cannot be fused (an output MLP deeper than :data:`~flashschnet.fused.node_plans.MAX_HIDDEN`)."""
+        the fused step (module docstring), or the node-level PyTorch pass over the same CFConv kernels where the
+        node layers are not fused (:meth:`_nodes`)."""
         length_scale, energy_scale, force_scale = (float(s) for s in scales)
         R, N = positions.shape[0], positions.shape[1]
         pos = positions.contiguous()

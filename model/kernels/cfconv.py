@@ -44,13 +44,35 @@ def _pair_geometry(pos_ptr, r, I, J, j0, N, rc, B: tl.constexpr, JN: tl.constexp
     ``d < rc``) and ``d`` (1 where masked)."""
     bi, vi, xi, yi, zi = _load_beads(pos_ptr, r, I * B, N, B)
     bj, vj, xj, yj, zj = _load_beads(pos_ptr, r, J * B + j0, N, JN)
+    dx, dy, dz, d, mask = _geometry(bi, vi, xi, yi, zi, bj, vj, xj, yj, zj, rc)
+    return bi, vi, bj, vj, dx, dy, dz, d, mask
+
+
+@triton.jit
+def _source_chunk(pos_ptr, h_ptr, gm_ptr, r, J, jc, N, h0, g0, ch, B: tl.constexpr, JB: tl.constexpr,
+                  FP: tl.constexpr, GM: tl.constexpr):
+    """Chunk ``jc`` of tile J's source beads: indices, validity, x, y, z [JB] and their feature rows ``h`` (and,
+    with ``GM``, ``gm``; else ``h`` again) [JB, FC] -- what a table kernel loads for a chunk ahead of it, so the
+    next chunk's loads are in flight while this one computes."""
+    bj, vj, xj, yj, zj = _load_beads(pos_ptr, r, J * B + jc * JB, N, JB)
+    hJ = _load_rows(h_ptr, h0, bj, vj, FP, ch)
+    if GM:
+        gJ = _load_rows(gm_ptr, g0, bj, vj, FP, ch)
+    else:
+        gJ = hJ
+    return bj, vj, xj, yj, zj, hJ, gJ
+
+
+@triton.jit
+def _geometry(bi, vi, xi, yi, zi, bj, vj, xj, yj, zj, rc):
+    """The pairs (rows: destination beads ``i``, columns: source beads ``j``): ``r_j - r_i`` [B, JN], the pair mask
+    (both real, ``i != j``, ``d < rc``) and ``d`` (1 where masked)."""
     dx = xj[None, :] - xi[:, None]
     dy = yj[None, :] - yi[:, None]
     dz = zj[None, :] - zi[:, None]
     d = tl.sqrt(dx * dx + dy * dy + dz * dz)
     mask = vi[:, None] & vj[None, :] & (d < rc) & (bi[:, None] != bj[None, :])
-    d = tl.where(mask, d, 1.0)
-    return bi, vi, bj, vj, dx, dy, dz, d, mask
+    return dx, dy, dz, tl.where(mask, d, 1.0), mask
 
 
 @triton.jit
@@ -71,6 +93,18 @@ def _xyz0(ax, ay, az):
 
 
 @triton.jit
+def _table_item(w, list_ptr, sc_ptr, tab_ptr, S, T, knots, h_rs, rr, cnt, incl, c, B: tl.constexpr,
+                FC: tl.constexpr, FP: tl.constexpr, NCG: tl.constexpr, Q: tl.constexpr, SCALE: tl.constexpr):
+    """A table kernel's item ``w``: ``(r, I, J, slot, group)`` (:func:`~flashschnet.kernels.tiles._item`), the
+    group's channels, scales and table slice, and the replica's first ``h`` row and partial row."""
+    r, I, J, slot, cg = _item(w, list_ptr, S, T, rr, cnt, incl, NCG)
+    ch = cg * FC + c
+    s0, s1, s2 = _load_scales(sc_ptr, ch, FP, Q, SCALE)
+    return (r, I, J, slot, cg, ch, s0, s1, s2, tab_ptr + cg * (knots * Q * FC), r.to(tl.int64) * h_rs,
+            (r.to(tl.int64) * S + slot) * B)
+
+
+@triton.jit
 def _cfconv_table_fwd_kernel(pos_ptr, h_ptr, list_ptr, counts_ptr, rowpart_ptr, colpart_ptr, tab_ptr, sc_ptr,
                              scal_ptr, R, N, T, S, h_rs, knots,
                              B: tl.constexpr, JB: tl.constexpr, FC: tl.constexpr, FP: tl.constexpr,
@@ -86,19 +120,21 @@ def _cfconv_table_fwd_kernel(pos_ptr, h_ptr, list_ptr, counts_ptr, rowpart_ptr, 
     rr, cnt, incl, total = _items(counts_ptr, R, NCG, RP)
     c = tl.arange(0, FC)
     for w in range(pid, total, G):
-        r, I, J, slot, cg = _item(w, list_ptr, S, T, rr, cnt, incl, NCG)
-        ch = cg * FC + c
-        s0, s1, s2 = _load_scales(sc_ptr, ch, FP, Q, SCALE)
-        tab = tab_ptr + cg * (knots * Q * FC)
-        h0 = r.to(tl.int64) * h_rs
-        row0 = (r.to(tl.int64) * S + slot) * B
+        r, I, J, slot, cg, ch, s0, s1, s2, tab, h0, row0 = _table_item(w, list_ptr, sc_ptr, tab_ptr, S, T, knots,
+                                                                      h_rs, rr, cnt, incl, c, B, FC, FP, NCG, Q,
+                                                                      SCALE)
         bi, vi, xi, yi, zi = _load_beads(pos_ptr, r, I * B, N, B)
         hI = _load_rows(h_ptr, h0, bi, vi, FP, ch)
         acc = tl.zeros((B, FC), dtype=hI.dtype)
+        nbj, nvj, nxj, nyj, nzj, nhJ, ngJ = _source_chunk(pos_ptr, h_ptr, h_ptr, r, J, 0, N, h0, h0, ch, B, JB, FP,
+                                                          False)
         for jc in range(0, B // JB):
-            bi, vi, bj, vj, dx, dy, dz, d, mask = _pair_geometry(pos_ptr, r, I, J, jc * JB, N, rc, B, JB)
+            bj, vj, xj, yj, zj, hJ = nbj, nvj, nxj, nyj, nzj, nhJ
+            # the next chunk's loads (the first again after the last: in L1), in flight while this one computes
+            nbj, nvj, nxj, nyj, nzj, nhJ, ngJ = _source_chunk(pos_ptr, h_ptr, h_ptr, r, J, (jc + 1) % (B // JB), N,
+                                                              h0, h0, ch, B, JB, FP, False)
+            dx, dy, dz, d, mask = _geometry(bi, vi, xi, yi, zi, bj, vj, xj, yj, zj, rc)
             W, W2 = _table_filter(d, mask, tab, c, s0, s1, s2, inv_h, kmax, FC, Q, SCALE, False)
-            hJ = _load_rows(h_ptr, h0, bj, vj, FP, ch)
             acc += tl.sum(W * hJ[None, :, :], axis=1)
             if I != J:
                 _store_rows(colpart_ptr, row0 + jc * JB, JB, FP, ch, tl.sum(W * hI[:, None, :], axis=0))
@@ -121,13 +157,10 @@ def _cfconv_table_bwd_kernel(pos_ptr, h_ptr, gm_ptr, list_ptr, counts_ptr, rowpa
     c = tl.arange(0, FC)
     k4 = tl.arange(0, 4)
     for w in range(pid, total, G):
-        r, I, J, slot, cg = _item(w, list_ptr, S, T, rr, cnt, incl, NCG)
-        ch = cg * FC + c
-        s0, s1, s2 = _load_scales(sc_ptr, ch, FP, Q, SCALE)
-        tab = tab_ptr + cg * (knots * Q * FC)
-        h0 = r.to(tl.int64) * h_rs
+        r, I, J, slot, cg, ch, s0, s1, s2, tab, h0, row0 = _table_item(w, list_ptr, sc_ptr, tab_ptr, S, T, knots,
+                                                                      h_rs, rr, cnt, incl, c, B, FC, FP, NCG, Q,
+                                                                      SCALE)
         g0 = r.to(tl.int64) * N
-        row0 = (r.to(tl.int64) * S + slot) * B
         prow0 = ((r.to(tl.int64) * S + slot) * NCG + cg) * B
         bi, vi, xi, yi, zi = _load_beads(pos_ptr, r, I * B, N, B)
         hI = _load_rows(h_ptr, h0, bi, vi, FP, ch)
@@ -136,11 +169,14 @@ def _cfconv_table_bwd_kernel(pos_ptr, h_ptr, gm_ptr, list_ptr, counts_ptr, rowpa
         ax = tl.zeros((B,), dtype=hI.dtype)
         ay = tl.zeros((B,), dtype=hI.dtype)
         az = tl.zeros((B,), dtype=hI.dtype)
+        nbj, nvj, nxj, nyj, nzj, nhJ, ngJ = _source_chunk(pos_ptr, h_ptr, gm_ptr, r, J, 0, N, h0, g0, ch, B, JB, FP,
+                                                          True)
         for jc in range(0, B // JB):
-            bi, vi, bj, vj, dx, dy, dz, d, mask = _pair_geometry(pos_ptr, r, I, J, jc * JB, N, rc, B, JB)
+            bj, vj, xj, yj, zj, hJ, gJ = nbj, nvj, nxj, nyj, nzj, nhJ, ngJ
+            nbj, nvj, nxj, nyj, nzj, nhJ, ngJ = _source_chunk(pos_ptr, h_ptr, gm_ptr, r, J, (jc + 1) % (B // JB), N,
+                                                              h0, g0, ch, B, JB, FP, True)
+            dx, dy, dz, d, mask = _geometry(bi, vi, xi, yi, zi, bj, vj, xj, yj, zj, rc)
             W, dW = _table_filter(d, mask, tab, c, s0, s1, s2, inv_h, kmax, FC, Q, SCALE, True)
-            hJ = _load_rows(h_ptr, h0, bj, vj, FP, ch)
-            gJ = _load_rows(gm_ptr, g0, bj, vj, FP, ch)
             Gp = gI[:, None, :] * hJ[None, :, :] + gJ[None, :, :] * hI[:, None, :]  # W, dW are 0 where masked
             cc = tl.where(mask, tl.sum(Gp * dW, axis=2) / d, 0.0)                   # this group's dE/dd / d
             acc += tl.sum(W * gJ[None, :, :], axis=1)
@@ -229,6 +265,20 @@ def _load_filter(A1_ptr, a1_ptr, A2_ptr, s1_ptr, s2_ptr, ch, KP: tl.constexpr, F
 
 
 @triton.jit
+def _exact_setup(A1_ptr, a1_ptr, A2_ptr, s1_ptr, s2_ptr, mu_ptr, cf_ptr, scal_ptr, counts_ptr, R, KP: tl.constexpr,
+                 FC: tl.constexpr, FP: tl.constexpr, NCG: tl.constexpr, RP: tl.constexpr):
+    """An exact-filter program's prologue: its id and the grid, its channel group's channels (the grid is a
+    multiple of ``NCG``), the filter's weights (:func:`_load_filter`), the basis and scalars
+    (:func:`~flashschnet.kernels.filter_mlp._load_basis`) and the items (:func:`~flashschnet.kernels.tiles._items`)."""
+    pid = tl.program_id(0)
+    ch = (pid % NCG) * FC + tl.arange(0, FC)
+    wts = _load_filter(A1_ptr, a1_ptr, A2_ptr, s1_ptr, s2_ptr, ch, KP, FP)
+    bas = _load_basis(mu_ptr, cf_ptr, scal_ptr, tl.arange(0, KP))
+    rr, cnt, incl, total = _items(counts_ptr, R, NCG, RP)
+    return pid, tl.num_programs(0), ch, wts, bas, rr, cnt, incl, total
+
+
+@triton.jit
 def _cfconv_fwd_kernel(pos_ptr, h_ptr, list_ptr, counts_ptr, rowpart_ptr, colpart_ptr,
                        A1_ptr, a1_ptr, A2_ptr, s1_ptr, s2_ptr, mu_ptr, cf_ptr, scal_ptr, R, N, T, S, h_rs,
                        B: tl.constexpr, JB: tl.constexpr, KP: tl.constexpr, FC: tl.constexpr, FP: tl.constexpr,
@@ -237,15 +287,11 @@ def _cfconv_fwd_kernel(pos_ptr, h_ptr, list_ptr, counts_ptr, rowpart_ptr, colpar
     """``m_i = sum_j W_ij h_j`` with the exact filter network (``scal``: ``[rc_graph, rc_rbf, rc_f, alpha,
     lower]``): per item the tile pair's ``FC`` output channels of the program's group (the grid is a multiple of
     ``NCG``), in chunks of ``JB`` source beads, ``B * JB`` pairs per product (the first layer, all channels, per
-    item); channels along the rows (``W^T``)."""
-    pid = tl.program_id(0)
-    G = tl.num_programs(0)
+    item)."""
     PB: tl.constexpr = B * JB
-    kk = tl.arange(0, KP)
-    ch = (pid % NCG) * FC + tl.arange(0, FC)
-    wts = _load_filter(A1_ptr, a1_ptr, A2_ptr, s1_ptr, s2_ptr, ch, KP, FP)
-    mu, cf, rc, rc_rbf, rc_f, alpha, lower = _load_basis(mu_ptr, cf_ptr, scal_ptr, kk)
-    rr, cnt, incl, total = _items(counts_ptr, R, NCG, RP)
+    pid, G, ch, wts, bas, rr, cnt, incl, total = _exact_setup(A1_ptr, a1_ptr, A2_ptr, s1_ptr, s2_ptr, mu_ptr, cf_ptr,
+                                                              scal_ptr, counts_ptr, R, KP, FC, FP, NCG, RP)
+    mu, cf, rc, rc_rbf, rc_f, alpha, lower = bas
     for w in range(pid, total, G):
         r, I, J, slot, cg = _item(w, list_ptr, S, T, rr, cnt, incl, NCG)
         h0 = r.to(tl.int64) * h_rs
@@ -272,15 +318,11 @@ def _cfconv_bwd_kernel(pos_ptr, h_ptr, gm_ptr, list_ptr, counts_ptr, rowpart_ptr
                        QUANT: tl.constexpr, DOT: tl.constexpr, EMU: tl.constexpr, RP: tl.constexpr):
     """Both gradients with the exact filter network, per item one channel group (position partials per slot and
     group, as the tables'), ``dW/dd`` in forward mode through the same products."""
-    pid = tl.program_id(0)
-    G = tl.num_programs(0)
     PB: tl.constexpr = B * JB
-    kk = tl.arange(0, KP)
     k4 = tl.arange(0, 4)
-    ch = (pid % NCG) * FC + tl.arange(0, FC)
-    wts = _load_filter(A1_ptr, a1_ptr, A2_ptr, s1_ptr, s2_ptr, ch, KP, FP)
-    mu, cf, rc, rc_rbf, rc_f, alpha, lower = _load_basis(mu_ptr, cf_ptr, scal_ptr, kk)
-    rr, cnt, incl, total = _items(counts_ptr, R, NCG, RP)
+    pid, G, ch, wts, bas, rr, cnt, incl, total = _exact_setup(A1_ptr, a1_ptr, A2_ptr, s1_ptr, s2_ptr, mu_ptr, cf_ptr,
+                                                              scal_ptr, counts_ptr, R, KP, FC, FP, NCG, RP)
+    mu, cf, rc, rc_rbf, rc_f, alpha, lower = bas
     for w in range(pid, total, G):
         r, I, J, slot, cg = _item(w, list_ptr, S, T, rr, cnt, incl, NCG)
         h0 = r.to(tl.int64) * h_rs

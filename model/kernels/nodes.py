@@ -17,12 +17,12 @@ blocks with exact (``ieee``) products and the padded, transposed weights of :mod
   dE/dr * force_scale`` and (program 0) the replicas' energies ``sum_X epart * energy_scale`` and their total.
 
 Each dense layer goes from rows in memory to rows in memory (:func:`_layer`), in blocks of ``NC`` output
-columns (a launch constant: 32 on a GPU), each the sum over ``NC``-wide slices of the input, so a product's
-operands are ``[B, 32]`` and ``[32, 32]`` (a whole ``[B, 128] x [128, 128]`` product's operands would not fit the registers of a
-multiprocessor's threads) and every output element's sum runs over the input channels in their order.
-Intermediate rows that are not outputs go to the program's scratch rows (``scr``: ``m`` or ``gh``, the MLP's
-activations and gradients); a barrier orders a layer's stores before the next layer's loads. ``x``'s rows are
-``r * x_rs + bead`` (``x_rs = 0`` for the first block: the embedding rows of the beads, one per bead shared by
+columns (a launch constant: 64 on a GPU), each the sum over ``NC``-wide slices of the input, so a product's
+operands are ``[B, NC]`` and ``[NC, NC]`` (a whole ``[B, 128] x [128, 128]`` product's operands would not fit the
+registers of a multiprocessor's threads) and every output element's sum runs over the input channels in their
+order. Intermediate rows that are not outputs go to the program's scratch rows (``scr``: ``m`` or ``gh``, the
+MLP's activations and gradients); a barrier orders a layer's stores before the next layer's loads. ``x``'s rows
+are ``r * x_rs + bead`` (``x_rs = 0`` for the first block: the embedding rows of the beads, one per bead shared by
 every replica); padded channels hold exact zeros throughout (zero-padded weights, ``tanh(0) = 0``). Output MLPs
 with 0 to 3 hidden layers (``NH``) are fused.
 """
@@ -49,8 +49,8 @@ def _layer(a_ptr, arow, v, K: tl.constexpr, wt_ptr, b_ptr, N: tl.constexpr, o_pt
     ``other``); ``WT`` [K, N] row-major, ``b`` [N]; real rows ``v`` only (other rows load as zeros and are not
     stored). Blocks of ``NC`` x ``NC`` (at most), each output block's sum over the input slices in their order; the
     caller orders the layer against the ones before and after with a barrier."""
-    KC: tl.constexpr = min(K, NC)
-    NB: tl.constexpr = min(N, NC)
+    KC: tl.constexpr = K if K < NC else NC
+    NB: tl.constexpr = N if N < NC else NC
     for n0 in range(0, N, NB):
         n = n0 + tl.arange(0, NB)
         acc = tl.zeros((arow.shape[0], NB), dtype=a_ptr.dtype.element_ty)
@@ -77,7 +77,7 @@ def _last_row(wl_ptr, z_ptr, zrow, v, P: tl.constexpr, out_ptr, srow, GATE: tl.c
     """The last layer (its row ``wl`` [P], no bias) on rows ``zrow`` of ``z`` [., P]: the per-bead energies ``sum_c
     z wl`` [B], and ``dE/dz`` into rows ``srow`` of ``out``: ``wl (1 - z^2)`` through the last tanh (``GATE``), or
     ``wl`` (no hidden layer: ``z`` is ``x``)."""
-    NB: tl.constexpr = min(P, NC)
+    NB: tl.constexpr = P if P < NC else NC
     y = tl.zeros((zrow.shape[0],), dtype=z_ptr.dtype.element_ty)
     for n0 in tl.static_range(0, P, NB):
         n = n0 + tl.arange(0, NB)
@@ -105,11 +105,21 @@ def _region(k: tl.constexpr, W: tl.constexpr, PMAX: tl.constexpr, B: tl.constexp
 
 
 @triton.jit
+def _tile(g, T, N, sb, B: tl.constexpr):
+    """Destination tile ``g = r*T + X``: ``r``, ``X``, its beads [B], which are real, and their rows (int64) in an
+    ``[R, N, .]`` buffer."""
+    r = g // T
+    X = g % T
+    bead = X * B + sb
+    return r, X, bead, bead < N, r.to(tl.int64) * N + bead
+
+
+@triton.jit
 def _reduce_to(rowpart_ptr, colpart_ptr, flags_ptr, r, X, T, S, v, B: tl.constexpr, FP: tl.constexpr, out_ptr,
                srow, NC: tl.constexpr):
     """The tile's partial sums (width FP, one partial per slot) into rows ``srow``, in column blocks of ``NC``
     (:func:`~flashschnet.kernels.tiles._sum_partials` on each block)."""
-    NB: tl.constexpr = min(FP, NC)
+    NB: tl.constexpr = FP if FP < NC else NC
     c = tl.arange(0, NB)
     for c0 in tl.static_range(0, FP, NB):
         part = _sum_partials(rowpart_ptr + c0, colpart_ptr + c0, flags_ptr, r, X, T, S, 1, B, NB, 1, FP)
@@ -138,11 +148,7 @@ def _node_fwd_kernel(rowpart_ptr, colpart_ptr, flags_ptr, x_ptr, xout_ptr, a_ptr
     ga_rows = _region(4, PM, PMAX, B)
     gb_rows = _region(5, PM, PMAX, B)
     for g in range(pid, R * T, G):
-        r = g // T
-        X = g % T
-        bead = X * B + sb
-        v = bead < N
-        rows = r.to(tl.int64) * N + bead
+        r, X, bead, v, rows = _tile(g, T, N, sb, B)
         xrows = r.to(tl.int64) * x_rs + bead
         _reduce_to(rowpart_ptr, colpart_ptr, flags_ptr, r, X, T, S, v, B, FP, scr_ptr, m_rows, NC)
         tl.debug_barrier()
@@ -219,11 +225,7 @@ def _node_bwd_kernel(rowpart_ptr, colpart_ptr, prow_ptr, pcol_ptr, flags_ptr, gx
                 tot += tl.sum(er, axis=0)
             tl.store(total_ptr + tl.arange(0, 1), tot * energy_scale)
     for g in range(pid, R * T, G):
-        r = g // T
-        X = g % T
-        bead = X * B + sb
-        v = bead < N
-        rows = r.to(tl.int64) * N + bead
+        r, X, bead, v, rows = _tile(g, T, N, sb, B)
         gp = _sum_partials(prow_ptr, pcol_ptr, flags_ptr, r, X, T, S, NP, B, 4, NPP, 4)     # [B, 4]: x, y, z, 0
         if not FIRST:
             gp += tl.load(facc_ptr + rows[:, None] * 4 + k4[None, :], mask=v[:, None], other=0.0)

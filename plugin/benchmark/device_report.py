@@ -1,79 +1,60 @@
 """A ``device.json`` of ``tools/device_checks.py`` rendered as docs/benchmarks.md's GPU section (the maintainer's
 ``python tools/device_report.py device.json [--stdout] [--doc FILE]`` writes it).
 
-Only the text between ``<!-- device-report:begin -->`` and ``<!-- device-report:end -->`` (:data:`BEGIN`,
-:data:`END`) is replaced; without the markers, a ``## GPU (H200)`` section holding them is appended. The rendered
-text names the machine (GPU, driver, library versions from the environment stage), the commit, the stages, the
-three targets of issue 26 with PASS / FAIL / NOT MEASURED (:func:`targets`), the correctness rows and the
-precision (tf32) check, the energy_forces timings and the OpenMM rows, then every skip and error. A CPU run
-(``--device cpu --smoke``) is rendered as what it is: a CPU smoke rehearsal, with the statement that no GPU run
-has happened yet.
+Only the text between ``<!-- device-report-2:begin -->`` and ``<!-- device-report-2:end -->`` (:data:`BEGIN`,
+:data:`END`: the run after the kernel rewrite) is replaced; without the markers, a :data:`SECTION` heading holding
+them is appended. The first GPU run's section (2026-12-04, between :data:`FIRST_BEGIN` and :data:`FIRST_END`) is
+the historical record and is never rewritten. The rendered text names the machine, the commit and the baseline
+commit, the stages, the targets (:func:`targets`: PASS / FAIL / NOT MEASURED), the old and new trees side by side,
+the ``energy_forces`` rows by R, lysozyme beside BPTI, the OpenMM rows, OpenMM's share of a step (the do-nothing
+force), MARTINI 3 as 1 and several processes with FlashSchNet's ratios over it, the correctness rows and the
+precision (tf32) check, then every skip and error (:mod:`.device_tables` chooses the rows). A CPU run (``--device
+cpu --smoke``) is rendered as what it is: a CPU smoke rehearsal, not a GPU measurement.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
+from . import device_tables as T
 from .report import record_label
 
-__all__ = ["BEGIN", "END", "SECTION", "TARGET_NS_PER_DAY", "TARGET_SPEEDUP", "TARGET_MEMORY", "HEADLINE_R",
-           "headline_r", "targets", "render", "splice"]
+__all__ = ["BEGIN", "END", "FIRST_BEGIN", "FIRST_END", "SECTION", "TARGET_STEP_MS", "TARGET_NS_PER_DAY",
+           "TARGET_SPEEDUP", "TARGET_MEMORY", "HEADLINE_R", "headline_r", "targets", "render", "short", "splice"]
 
-#: the markers of the rendered section in the Markdown file
-BEGIN, END = "<!-- device-report:begin -->", "<!-- device-report:end -->"
+#: the markers of the rendered section in the Markdown file (the run after the kernel rewrite)
+BEGIN, END = "<!-- device-report-2:begin -->", "<!-- device-report-2:end -->"
+#: the first GPU run's markers (2026-12-04): its section stays as rendered then
+FIRST_BEGIN, FIRST_END = "<!-- device-report:begin -->", "<!-- device-report:end -->"
 #: the heading of the section appended where the file has no markers
-SECTION = "## GPU (H200)"
-#: issue 26's targets, at the headline R (64 x BPTI): aggregate ns/day of the kernel backend's tf32 TorchForce
-#: on CUDA; its speed-up over the reference backend's TorchForce (the same OpenMM loop); its energy_forces peak
-#: memory as a fraction of the reference's
-TARGET_NS_PER_DAY, TARGET_SPEEDUP, TARGET_MEMORY = 5000.0, 15.0, 0.10
+SECTION = "## GPU (H200), after the kernel rewrite: old and new side by side"
+#: the goals of the kernel rewrite, BPTI: the default network's OpenMM step at R = 1 (0.3 ms: >= 1,150 ns/day per
+#: replica at 4 fs), its aggregate ns/day at R = 64, its speed-up over the reference backend at R = 64 (OpenMM loop
+#: and energy_forces), its energy_forces peak memory as a fraction of the reference's at R = 64
+TARGET_STEP_MS, TARGET_NS_PER_DAY, TARGET_SPEEDUP, TARGET_MEMORY = 0.3, 10000.0, 40.0, 0.01
 HEADLINE_R = 64
 
 
-def _label(r: Dict[str, Any]) -> str:
-    return record_label(r)
-
-
-def _f(x: Optional[float], spec: str = ".3g") -> str:
-    return "-" if x is None else format(x, spec)
-
-
-def _table(head: List[str], rows: List[List[str]]) -> List[str]:
-    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    return out + ["| " + " | ".join(str(c).replace("|", "/").replace("\n", " ") for c in row) + " |"
-                  for row in rows]
+def _rs(report: Dict[str, Any], key: str) -> List[int]:
+    Rs = report["settings"].get(key) or [HEADLINE_R]
+    return Rs if isinstance(Rs, list) else [int(x) for x in str(Rs).split(",") if x]
 
 
 def headline_r(report: Dict[str, Any]) -> int:
     """The R of the targets: 64 if the OpenMM rows were asked at 64, else their largest R."""
-    Rs = report["settings"].get("openmm_replicas") or [HEADLINE_R]
-    Rs = Rs if isinstance(Rs, list) else [int(x) for x in str(Rs).split(",") if x]
+    Rs = _rs(report, "openmm_replicas")
     return HEADLINE_R if HEADLINE_R in Rs else max(Rs)
 
 
-def _openmm_row(report, backend: str, R: int, force: str = "TorchForce") -> Optional[Dict[str, Any]]:
-    for o in report.get("openmm", []):
-        if (o.get("status") == "ok" and o.get("kind", "openmm") == "openmm" and o.get("backend") == backend
-                and o.get("replicas") == R and o.get("openmm_force") == force
-                and o.get("quantize", "none") == "none" and o.get("matmul", "auto") == "auto"
-                and o.get("compress", "none") == "none"):
-            return o
-    return None
-
-
-def _timing_row(report, name: str, R: int) -> Optional[Dict[str, Any]]:
-    return next((r for r in report.get("timings", []) if r.get("status") == "ok" and r["replicas"] == R
-                 and _label(r) == name), None)
+def _low_r(report: Dict[str, Any]) -> int:
+    return min(_rs(report, "openmm_replicas"))
 
 
 def targets(report: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """The three targets, computed from the run: ``name``, ``measured`` (text), ``threshold``, ``status``
-    PASS | FAIL | NOT MEASURED and ``detail`` (which rows)."""
-    k = report["settings"].get("kernel_backend", "triton")
-    R = headline_r(report)
-    omm = _openmm_row(report, k, R)
-    ref = _openmm_row(report, "reference", R)
-    out = []
+    """The targets, computed from the run: ``name``, ``value``, ``measured`` (text), ``threshold``, ``status`` PASS
+    | FAIL | NOT MEASURED, ``detail`` (which rows) and, when not measured, ``missing``."""
+    R, low = headline_r(report), _low_r(report)
+    out: List[Dict[str, Any]] = []
 
     def add(name, value, ok, threshold, measured, detail, missing):
         out.append({"name": name, "value": value, "threshold": threshold, "detail": detail,
@@ -81,26 +62,41 @@ def targets(report: Dict[str, Any]) -> List[Dict[str, Any]]:
                     "status": "NOT MEASURED" if value is None else ("PASS" if ok else "FAIL"),
                     **({"missing": missing} if value is None else {})})
 
-    v = omm["ns_per_day_aggregate"] if omm else None
-    add(f"aggregate ns/day, {R} x the structure, {k} {'tf32' if k == 'triton' else 'float32'} TorchForce "
-        f"(OpenMM {omm['platform'] if omm else '-'})",
-        v, v is not None and v >= TARGET_NS_PER_DAY, f">= {TARGET_NS_PER_DAY:,.0f}",
-        f"{v:,.0f}" if v is not None else "-", f"OpenMM rows: {k} [TorchForce] R={R}",
-        f"no ok OpenMM row {k} [TorchForce] R={R}")
-    v = omm["ns_per_day_aggregate"] / ref["ns_per_day_aggregate"] if omm and ref else None
-    add(f"speed-up over the reference backend (TorchForce, OpenMM, R={R})", v,
-        v is not None and v >= TARGET_SPEEDUP, f">= {TARGET_SPEEDUP:g}x", f"{v:.1f}x" if v is not None else "-",
-        f"ns/day of {k} [TorchForce] / reference [TorchForce], R={R}",
-        f"no ok OpenMM row of {'reference' if omm else k} [TorchForce] R={R}")
-    ek, er = _timing_row(report, k, R), _timing_row(report, "reference", R)
-    v = (ek["peak_extra_mb"] / er["peak_extra_mb"]
-         if ek and er and ek["peak_extra_mb"] > 0 and er["peak_extra_mb"] > 0 else None)
-    add(f"peak memory vs the reference backend (energy_forces, R={R})", v,
-        v is not None and v <= TARGET_MEMORY, f"<= {TARGET_MEMORY:.0%}", f"{v:.1%}" if v is not None else "-",
-        (f"peak extra MB {ek['peak_extra_mb']:.1f} / {er['peak_extra_mb']:.1f}" if ek and er else
-         f"energy_forces rows {k} and reference at R={R}"),
-        f"no ok energy_forces rows {k} and reference with peaks > 0 at R={R}"
-        + (f" (peak extra MB {ek['peak_extra_mb']:.1f} / {er['peak_extra_mb']:.1f})" if ek and er else ""))
+    step = T.best(report, low)
+    v = step["ms_per_step"] if step else None
+    add(f"R = {low}: ms per OpenMM step, default network (float32 tables)", v, v is not None and v <= TARGET_STEP_MS,
+        f"<= {TARGET_STEP_MS:g} ms (>= {4e-6 * 86400 / (TARGET_STEP_MS / 1e3):,.0f} ns/day per replica)",
+        f"{v:.3f} ms ({step['ns_per_day_per_replica']:,.0f} ns/day)" if step else "-",
+        f"fastest of the default network's OpenMM rows: {T.name(step)}" if step else "",
+        f"no ok OpenMM row of the default network at R={low}")
+    top = T.best(report, R)
+    v = top["ns_per_day_aggregate"] if top else None
+    add(f"R = {R}: aggregate ns/day, default network", v, v is not None and v >= TARGET_NS_PER_DAY,
+        f">= {TARGET_NS_PER_DAY:,.0f}", f"{v:,.0f}" if v is not None else "-",
+        f"fastest of the default network's OpenMM rows: {T.name(top)}" if top else "",
+        f"no ok OpenMM row of the default network at R={R}")
+    ref = next((o for o in T.rows(report, ("openmm",), only_ok=True) if o.get("backend") == "reference"
+                and o.get("replicas") == R and T.force(o) in ("TorchForce", None)), None)
+    v = top["ns_per_day_aggregate"] / ref["ns_per_day_aggregate"] if top and ref else None
+    add(f"R = {R}: speed-up over the reference backend (OpenMM loop)", v, v is not None and v >= TARGET_SPEEDUP,
+        f">= {TARGET_SPEEDUP:g}x", f"{v:.1f}x" if v is not None else "-",
+        f"ns/day of {T.name(top)} / reference [TorchForce]" if top and ref else "",
+        f"no ok OpenMM row of {'the default network' if not top else 'the reference [TorchForce]'} at R={R}")
+    ef = T.best(report, R, kind="energy_forces")
+    eref = next((r for r in T.rows(report, only_ok=True) if T.name(r) == "reference" and r["replicas"] == R), None)
+    v = eref["median_ms"] / ef["median_ms"] if ef and eref else None
+    add(f"R = {R}: speed-up over the reference backend (energy_forces)", v, v is not None and v >= TARGET_SPEEDUP,
+        f">= {TARGET_SPEEDUP:g}x", f"{v:.1f}x" if v is not None else "-",
+        f"median ms of reference / {T.name(ef)}" if ef and eref else "",
+        f"no ok energy_forces rows of the default network and the reference at R={R}")
+    mem = [r for r in T.rows(report, only_ok=True) if T.is_default(r) and r["replicas"] == R]
+    worst = max(mem, key=lambda r: r["peak_extra_mb"]) if mem else None
+    v = (worst["peak_extra_mb"] / eref["peak_extra_mb"] if worst and eref and eref["peak_extra_mb"] > 0 else None)
+    add(f"R = {R}: peak memory vs the reference backend (energy_forces)", v, v is not None and v <= TARGET_MEMORY,
+        f"<= {TARGET_MEMORY:.0%}", f"{v:.2%}" if v is not None else "-",
+        (f"peak extra MB {worst['peak_extra_mb']:.1f} ({T.name(worst)}, the larger of the default network's rows) "
+         f"/ {eref['peak_extra_mb']:.1f}") if worst and eref else "",
+        f"no ok energy_forces rows of the default network and the reference (peak > 0) at R={R}")
     return out
 
 
@@ -122,14 +118,53 @@ def _machine(report: Dict[str, Any]) -> List[str]:
     lines.append(f"- OpenMM platforms: {', '.join(m.get('platforms', [])) or '?'}; plugin load failures: "
                  + (str(len(fails)) + " (" + "; ".join(f.split("/")[-1][:120] for f in fails) + ")" if fails
                     else "none"))
-    lines.append(f"- commit: `{s.get('commit') or 'not recorded'}`; started {s.get('started_utc', '?')}; "
-                 f"command `{s.get('command', '?')}`; total {report.get('total_wall_s', '?')} s of a "
-                 f"{s.get('budget', '?')} s budget")
-    lines.append(f"- structure: {Path(str(s.get('pdb', '?'))).name}; backends "
-                 f"{', '.join(s.get('backends', []))} (kernel backend "
-                 f"{s.get('kernel_backend', '?')}); energy_forces R = {s.get('replicas')}, OpenMM R = "
-                 f"{s.get('openmm_replicas')}, {s.get('openmm_steps')} steps")
+    lines.append(f"- commit: `{s.get('commit') or 'not recorded'}`; baseline (the last commit before the kernel "
+                 f"rewrite): `{s.get('baseline_commit') or m.get('baseline_commit') or 'none'}`; started "
+                 f"{s.get('started_utc', '?')}; command `{s.get('command', '?')}`; total "
+                 f"{report.get('total_wall_s', '?')} s of a {s.get('budget', '?')} s budget")
+    lines.append(f"- structure: {Path(str(s.get('pdb', '?'))).name} (and lysozyme, 1HEL); backends "
+                 f"{', '.join(s.get('backends', []))} (kernel backend {s.get('kernel_backend', '?')}); "
+                 f"energy_forces R = {s.get('replicas')}, OpenMM R = {s.get('openmm_replicas')}, "
+                 f"{s.get('openmm_steps')} steps (at least {s.get('openmm_steps_r1', '-')} / R)")
     return lines
+
+
+def _section(title: str, head: List[str], body: List[List[Any]], note: str = "") -> List[str]:
+    if not body:
+        return []
+    return ["", title, ""] + T.table(head, body) + (["", note] if note else [])
+
+
+def _comparisons(report: Dict[str, Any]) -> List[str]:
+    """The targets, the side-by-side rows, OpenMM's share and MARTINI: what :func:`short` prints too."""
+    R, cpu = headline_r(report), report["settings"].get("device") != "cuda"
+    L = ["", f"Targets (the kernel rewrite's goals, BPTI; R = {_low_r(report)} and {R}"
+             f"{', CPU smoke: not the GPU numbers' if cpu else ''}):", ""]
+    L += T.table(["target", "measured", "threshold", "result", "from"],
+                 [[t["name"], t["measured"], t["threshold"], f"**{t['status']}**", t.get("missing") or t["detail"]]
+                  for t in targets(report)])
+    L += _section("Old and new side by side (the same rows of the baseline tree, the last commit before the kernel "
+                  "rewrite, run in the same call; ms per call or per OpenMM step; new/old: baseline ms / current "
+                  "ms, the speed-up in ns/day):",
+                  ["measurement", "configuration", "R", "current ms", "baseline ms", "new/old"],
+                  T.side_by_side(report))
+    L += _section("OpenMM's share of a step (the do-nothing TorchForce: zero energy and forces for the same "
+                  "particles, in the same loop; the network row: float32 tables without the model's graph, the same "
+                  "force):", ["OpenMM force", "R", "do-nothing ms/step", "network ms/step", "network's part ms",
+                              "OpenMM + openmm-torch share"], T.share_rows(report))
+    L += _section("MARTINI 3 BPTI in water (20 fs), as one process and as several processes at once on the same "
+                  "device (their loops released together):",
+                  ["processes", "platform", "ms/step (mean)", "ns/day of each process", "ns/day aggregate",
+                   "loops overlapped s"], T.martini_rows(report))
+    L += _section("FlashSchNet over MARTINI 3 (the default network's fastest OpenMM rows, 4 fs):",
+                  ["comparison", "FlashSchNet ns/day", "MARTINI 3 ns/day", "FlashSchNet / MARTINI"],
+                  T.martini_ratios(report, _low_r(report)))
+    return L
+
+
+def short(report: Dict[str, Any]) -> str:
+    """The targets and comparisons of :func:`render`, for the end of the device log."""
+    return "\n".join(_comparisons(report)).strip("\n") + "\n"
 
 
 def render(report: Dict[str, Any]) -> str:
@@ -138,105 +173,36 @@ def render(report: Dict[str, Any]) -> str:
     cpu = s.get("device") != "cuda"
     L: List[str] = []
     if cpu:
-        L += ["**No GPU run has happened yet.** What follows is a *CPU smoke rehearsal*, not a GPU measurement: "
+        L += ["**Not a GPU run.** What follows is a *CPU smoke rehearsal*, not a GPU measurement: "
               f"`tools/device_checks.py --device {s.get('device')}{' --smoke' if s.get('smoke') else ''}` at tiny "
-              "sizes on the OpenMM CPU platform (the same stages and rows as the GPU run), rendered by "
-              "`tools/device_report.py`. Its numbers show that every stage runs, not performance; the targets "
-              "below are the GPU's, evaluated on these CPU rows only to exercise the logic.", ""]
+              "sizes on the OpenMM CPU platform (the same stages and rows as the GPU run, the CUDA-only rows "
+              "skipped), rendered by `tools/device_report.py`. Its numbers show that every stage runs, not "
+              "performance; the targets below are the GPU's, evaluated on these CPU rows only to exercise the "
+              "logic.", ""]
     else:
         L += [f"GPU run of {s.get('started_utc', '?')} (`tools/device_benchmark.sh`, rendered by "
               "`tools/device_report.py`).", ""]
     passed = report.get("passed", not any(st["errors"] for st in report["stages"].values()))
     L += _machine(report) + [f"- result: **{'passed (no errors)' if passed else 'FAILED (errors below)'}**", ""]
-
     L += ["Stages:", ""]
-    L += _table(["stage", "status", "wall s", "ok", "skipped", "errors"],
-                [[n, st["status"], _f(st["wall_s"], ".1f"), len(st["results"]), len(st["skips"]), len(st["errors"])]
-                 for n, st in report["stages"].items()])
-    R = headline_r(report)
-    L += ["", f"Targets (issue 26; R = {R}{', CPU smoke: not the GPU numbers' if cpu else ''}):", ""]
-    L += _table(["target", "measured", "threshold", "result", "from"],
-                [[t["name"], t["measured"], t["threshold"], f"**{t['status']}**", t.get("missing") or t["detail"]]
-                 for t in targets(report)])
-
-    corr = report["stages"].get("correctness", {})
-    rows = [r for r in corr.get("results", []) if "energy_rel_err_vs_oracle" in r]
-    if rows:
-        L += ["", f"Correctness, float32 on the mlcg oracle ({s.get('oracle', 'mlcg_schnet_A.pt')}; max relative "
-                  "error vs its float64):", ""]
-        L += _table(["configuration", "energy err", "forces err", "bitwise repeatable", "max diff vs other backends"],
-                    [[_label(dict(r, cuda_graph=False)), _f(r["energy_rel_err_vs_oracle"], ".2e"),
-                      _f(r["forces_rel_err_vs_oracle"], ".2e"), r.get("bitwise_repeatable"),
-                      _f(max([v for k, v in r.items() if "_diff_vs_" in k], default=None), ".1e")] for r in rows])
-    checks = [r for r in corr.get("results", []) if "check" in r]
-    check_skips = [r for r in corr.get("skips", []) if "check" in r]
-    check_errors = [r for r in corr.get("errors", []) if "check" in r and "passed" not in r]
-    L += ["", "Precision check (measured errors vs the prediction of docs/tf32-accuracy.json):", ""]
-    if checks:
-        L += _table(["check", "backend, matmul", "energy: predicted / measured / limit",
-                     "forces: predicted / measured / limit", "result"],
-                    [[c["check"], f"{c['backend']}, {c['matmul']}",
-                      f"{c['energy_predicted']:.2e} / {c['energy_measured']:.2e} / {c['energy_limit']:.2e}",
-                      f"{c['forces_predicted']:.2e} / {c['forces_measured']:.2e} / {c['forces_limit']:.2e}",
-                      f"**{'PASS' if c['passed'] else 'FAIL'}**"] for c in checks])
-        L += ["", f"Rule: {checks[0]['rule']}."]
-        for c in checks:
-            if "within_tf32_rz_rule" in c and not c["passed"]:
-                L.append(f"- {c['check']}: within the same rule on the round-to-zero tf32 prediction: "
-                         f"{c['within_tf32_rz_rule']} (True: the tensor cores truncate the float32 operands)")
-    for c in check_skips:
-        L.append(f"- {c['item']}: skipped: {c['reason']}")
-    for c in check_errors:
-        L.append(f"- {c['item']}: error: {c['error']}")
-
-    timings = report.get("timings", [])
-    if timings:
-        ratio = {(q["label"], q["replicas"]): q for q in report.get("ratios", [])}
-        L += ["", "`energy_forces` (the network alone; median of the timed calls; peak extra memory; ratios vs the "
-                  "reference at the same R):", ""]
-        trs = []
-        for r in timings:
-            name = _label(r)
-            if r["status"] != "ok":
-                trs.append([name, r["replicas"], f"{r['status']}: {r.get('reason') or r.get('error')}",
-                            "", "", "", "", ""])
-                continue
-            q = ratio.get((name, r["replicas"]))
-            trs.append([name, r["replicas"], _f(r["median_ms"], ".2f"), _f(r["ns_per_day_per_replica"], ".4g"),
-                        _f(r["ns_per_day_aggregate"], ".4g"), _f(r["peak_extra_mb"], ".1f"),
-                        "1.00x" if name == "reference" else (f"{q['speedup_vs_reference']:.2f}x" if q else "-"),
-                        "100%" if name == "reference" else
-                        (f"{q['memory_pct_of_reference']:.1f}%" if q and q["memory_pct_of_reference"] is not None
-                         else "-")])
-        L += _table(["configuration", "R", "median ms", "ns/day/replica", "ns/day aggregate", "peak extra MB",
-                     "speed-up vs ref", "memory % of ref"], trs)
-
-    omm = report.get("openmm", [])
-    if omm:
-        L += ["", "OpenMM (packed replicas, network only, LangevinMiddle 4 fs; ns/day at 4 fs; `+PT`: the same "
-                  "System as parallel-tempering walkers, an exchange every 10 steps; MARTINI 3: BPTI in water, "
-                  "20 fs; memory: torch's peak allocation / device memory in use, CUDA only):", ""]
-        ors = []
-        kinds = {"openmm": 0, "tempering": 1, "martini": 2}
-        forces = {"TorchForce": 0, "TorchForce+CUDA graph": 1, "PythonForce": 2}
-        omm = sorted(omm, key=lambda o: (kinds.get(o.get("kind", "openmm"), 3), o.get("backend") == "reference",
-                                         _label(dict(o, cuda_graph=False)) if "quantize" in o else "",
-                                         forces.get(o.get("openmm_force"), 3), o.get("replicas", 0)))
-        for o in omm:
-            name = (_label(dict(o, cuda_graph=False)) if o.get("kind") != "martini" else o["backend"]) + \
-                (" +PT" if o.get("kind") == "tempering" else "")
-            force = o.get("openmm_force") or o.get("network_force", "-")
-            if o["status"] != "ok":
-                ors.append([name, force, o.get("platform", "-"), o.get("replicas", "-"),
-                            f"{o['status']}: {o.get('reason') or o.get('error')}", "", "", ""])
-                continue
-            mem = "-" if o.get("peak_allocated_mb") is None else \
-                f"{o['peak_allocated_mb']:.0f} / {o.get('gpu_used_mb', 0):.0f}"
-            ors.append([name, force, o["platform"], o["replicas"], _f(o["ms_per_step"], ".2f"),
-                        _f(o["ns_per_day_per_replica"], ".4g"), _f(o["ns_per_day_aggregate"], ".4g"), mem])
-        L += _table(["configuration", "network force", "platform", "R", "ms/step", "ns/day/replica",
-                     "ns/day aggregate", "peak MB (torch / device)"], ors)
-
+    L += T.table(["stage", "status", "wall s", "ok", "skipped", "errors"],
+                 [[n, st["status"], T.fmt(st["wall_s"], ".1f"), len(st["results"]), len(st["skips"]),
+                   len(st["errors"])] for n, st in report["stages"].items()])
+    L += _comparisons(report)
+    L += _section("`energy_forces` of BPTI (the network alone; median of the timed calls; peak extra GPU memory; "
+                  "`/graph`: the model's own CUDA graph; ratios vs the reference at the same R):",
+                  ["configuration", "R", "median ms", "ns/day/replica", "ns/day aggregate", "peak extra MB",
+                   "speed-up vs ref", "memory % of ref"], T.energy_forces_rows(report))
+    nb, nl = T.beads(report, "bpti"), T.beads(report, "lysozyme")
+    L += _section(f"Lysozyme ({nl or '?'} beads) beside BPTI ({nb or '?'} beads): how the cost grows with size:",
+                  ["measurement", "configuration", "R", "BPTI ms", "lysozyme ms", "lysozyme / BPTI",
+                   "per bead"], T.lysozyme_rows(report))
+    L += _section("OpenMM (BPTI, packed replicas, network only, LangevinMiddle 4 fs; ns/day at 4 fs; `[TorchForce+CUDA "
+                  "graph]`: openmm-torch's CUDA graph; `/graph`: the model's own; `+PT`: parallel-tempering "
+                  "walkers, an exchange every 10 steps; memory: torch's peak / device memory in use, CUDA only):",
+                  ["configuration", "platform", "R", "steps", "ms/step", "ns/day/replica", "ns/day aggregate",
+                   "peak MB (torch / device)"], T.openmm_rows(report))
+    L += _correctness(report)
     problems = [(n, e) for n, st in report["stages"].items() for e in st["errors"]]
     skips = [(n, e) for n, st in report["stages"].items() for e in st["skips"]]
     L += ["", f"Errors ({len(problems)}):" if problems else "Errors: none."]
@@ -245,6 +211,33 @@ def render(report: Dict[str, Any]) -> str:
         L += ["", f"Skips ({len(skips)}, each with its reason):"]
         L += [f"- {n}: {e.get('item')}: {e.get('reason')}" for n, e in skips]
     return "\n".join(L) + "\n"
+
+
+def _correctness(report: Dict[str, Any]) -> List[str]:
+    s, corr = report["settings"], report["stages"].get("correctness", {})
+    rows = [r for r in corr.get("results", []) if "energy_rel_err_vs_oracle" in r]
+    L = _section(f"Correctness, float32 on the mlcg oracle ({s.get('oracle', 'mlcg_schnet_A.pt')}; max relative "
+                 "error vs its float64):",
+                 ["configuration", "energy err", "forces err", "bitwise repeatable", "max diff vs other backends"],
+                 [[record_label(r), T.fmt(r["energy_rel_err_vs_oracle"], ".2e"),
+                   T.fmt(r["forces_rel_err_vs_oracle"], ".2e"), r.get("bitwise_repeatable"),
+                   T.fmt(max([v for k, v in r.items() if "_diff_" in k], default=None), ".1e")] for r in rows])
+    checks = [r for r in corr.get("results", []) if "check" in r]
+    L += ["", "Precision check (measured errors vs the prediction of docs/tf32-accuracy.json):", ""]
+    if checks:
+        L += T.table(["check", "backend, matmul", "energy: predicted / measured / limit",
+                      "forces: predicted / measured / limit", "result"],
+                     [[c["check"], f"{c['backend']}, {c['matmul']}",
+                       f"{c['energy_predicted']:.2e} / {c['energy_measured']:.2e} / {c['energy_limit']:.2e}",
+                       f"{c['forces_predicted']:.2e} / {c['forces_measured']:.2e} / {c['forces_limit']:.2e}",
+                       f"**{'PASS' if c['passed'] else 'FAIL'}**"] for c in checks])
+        L += ["", f"Rule: {checks[0]['rule']}."]
+        L += [f"- {c['check']}: within the same rule on the round-to-zero tf32 prediction: "
+              f"{c['within_tf32_rz_rule']} (True: the tensor cores truncate the float32 operands)"
+              for c in checks if "within_tf32_rz_rule" in c and not c["passed"]]
+    L += [f"- {c['item']}: skipped: {c['reason']}" for c in corr.get("skips", []) if "check" in c]
+    L += [f"- {c['item']}: error: {c['error']}" for c in corr.get("errors", []) if "check" in c and "passed" not in c]
+    return L
 
 
 def splice(doc: str, body: str, begin: str = BEGIN, end: str = END, section: str = SECTION) -> str:

@@ -178,8 +178,11 @@ def energy_forces(cfg: Dict[str, Any]) -> Dict[str, Any]:
     }
 
 
-def openmm_loop(cfg: Dict[str, Any]) -> Dict[str, Any]:
-    """Time ``Simulation.step`` for R packed replicas (network only) for one configuration."""
+def openmm_loop(cfg: Dict[str, Any], module=None) -> Dict[str, Any]:
+    """Time ``Simulation.step`` for R packed replicas (network only) for one configuration. ``module``: a ready
+    network module to run in place of the configuration's model (TorchScript for a TorchForce, eager for a
+    PythonForce; :func:`flashschnet.openmm.build_system`'s ``module``), e.g. the do-nothing force of
+    :mod:`.overhead`; the model is still loaded (the System's checks)."""
     torch = _setup_torch(cfg)
     import flashschnet
     import numpy as np
@@ -201,7 +204,8 @@ def openmm_loop(cfg: Dict[str, Any]) -> Dict[str, Any]:
     graph = bool(cfg.get("torch_cuda_graph", False))
     system = build_system(mol, model, replicas=R, priors=None, network_force=cfg.get("network_force", "torch"),
                           torch_properties=CUDA_GRAPH_PROPERTIES if graph else None,
-                          compress="none")        # the configuration's model as prepared (its tables or none)
+                          compress="none",        # the configuration's model as prepared (its tables or none)
+                          module=module)
     integrator = openmm.LangevinMiddleIntegrator(300 * unit.kelvin, 1 / unit.picosecond, 4 * unit.femtosecond)
     integrator.setRandomNumberSeed(SEED)
     name = cfg.get("platform") or ("CUDA" if device.startswith("cuda") else "CPU")

@@ -1,11 +1,13 @@
 """tools/device_checks.py (the GPU checks tools/device_benchmark.sh runs on a lent device machine), run here in its
-``--smoke`` mode: the same five stages, each in its own process, at tiny sizes on the CPU (backends reference and
-torch; the OpenMM rows through the TorchForce on the CPU platform, the CUDA-graph rows skipped with the reason),
-rendered by tools/device_report.py's code as a CPU rehearsal; the exit status on errors and the skips past the
-deadlines. The module's own tests (the precision check, the OpenMM plan: flashschnet.openmm.benchmark.device_checks)
-are tests/openmm/benchmark/test_device_checks.py."""
+``--smoke`` mode: the same seven stages, each in its own process, at tiny sizes on the CPU (backends reference and
+torch; the timing rows in row workers of the checkout's tree and of a baseline tree built by
+tools/fetch_device_baseline.sh from the last commit before the kernel rewrite; the OpenMM rows through the
+TorchForce on the CPU platform, the do-nothing force beside them; MARTINI 3 as 1 and 2 processes at once; the
+CUDA-only rows skipped with the reason), rendered by tools/device_report.py's code as a CPU rehearsal; the exit
+status on errors and the skips past the deadlines. The modules' own tests: tests/openmm/benchmark/test_device_*.py."""
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -15,12 +17,14 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, SHARED
-from tests.helpers.benchmark_reports import PREDICTION
 from flashschnet.openmm.benchmark import device_report
+from flashschnet.openmm.benchmark.device_martini import martini_ff
+from tests.conftest import ROOT
+from tests.helpers.benchmark_reports import PREDICTION
 
 SCRIPT = ROOT / "tools" / "device_checks.py"
-STAGES = ["environment", "compile", "correctness", "timings", "openmm"]
+FETCH_BASELINE = ROOT / "tools" / "fetch_device_baseline.sh"
+STAGES = ["environment", "compile", "correctness", "timings", "baseline", "openmm", "martini"]
 
 
 def run_checks(*args: str, timeout: float, rc: int = 0) -> str:
@@ -38,37 +42,44 @@ def run_checks(*args: str, timeout: float, rc: int = 0) -> str:
     return out
 
 
+def baseline_tree(folder):
+    """The baseline tree built by tools/fetch_device_baseline.sh into ``folder``, or None (no git history here)."""
+    res = subprocess.run(["bash", str(FETCH_BASELINE), str(folder)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    return folder if res.returncode == 0 else None
+
+
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
-    """The smoke run's device.json and printed output (the OpenMM rows at R = 2 only, to stay fast)."""
+    """The smoke run's device.json, its printed output and its baseline tree (the OpenMM rows at R = 2 only)."""
     out = tmp_path_factory.mktemp("device")
     pred = out / "prediction.json"
     pred.write_text(json.dumps(PREDICTION))
+    tree = baseline_tree(out / "baseline")
     stdout = run_checks("--device", "cpu", "--smoke", "--openmm-replicas", "2", "--prediction", str(pred),
-                        "--out", str(out), timeout=240)
-    return json.loads((out / "device.json").read_text()), stdout
+                        "--baseline", str(tree or out / "none"), "--out", str(out), timeout=300)
+    return json.loads((out / "device.json").read_text()), stdout, tree
 
 
 def test_every_stage_runs_without_errors(smoke):
-    report, stdout = smoke
+    report, stdout, _ = smoke
     assert list(report["stages"]) == STAGES and report["passed"] is True
     for name, stage in report["stages"].items():
         assert stage["errors"] == [], (name, stage["errors"])
-        assert stage["results"], name
         assert stage["status"] in ("ok", "partial") and stage["wall_s"] > 0
     assert report["stages"]["environment"]["skips"][0]["item"] == "nvidia-smi"      # --device cpu
-    assert report["machine"]["device"] == "cpu" and report["total_wall_s"] < 200
+    assert report["machine"]["device"] == "cpu" and report["total_wall_s"] < 240
     assert "openmmtorch" in report["machine"] and "cannot load" not in report["machine"]["openmmtorch"]
     assert report["settings"]["commit"] is None or len(report["settings"]["commit"]) >= 40
     shares = report["settings"]["shares"]                  # each stage's share of the budget
     assert list(shares) == STAGES and sum(shares.values()) == pytest.approx(1.0)
-    for text in ("== device checks: stages", "plugin load failures", "speed-up vs ref", "OpenMM (packed replicas",
+    for text in ("== device checks: stages", "plugin load failures", "Targets (the kernel rewrite's goals",
                  "passed (no errors)"):
         assert text in stdout
 
 
 def test_compile_and_correctness_numbers(smoke):
-    report, stdout = smoke
+    report, stdout, _ = smoke
     compiled = report["stages"]["compile"]["results"]
     assert [(r["quantize"], r["dtype"]) for r in compiled] == [("none", "float32"), ("bf16", "float32"),
                                                                ("fp16", "float32"), ("none", "float64")]
@@ -83,71 +94,82 @@ def test_compile_and_correctness_numbers(smoke):
         if backend == "torch":                                      # deterministic reductions; same maths as reference
             assert r["bitwise_repeatable"]
             assert r["forces_rel_diff_vs_reference"] < 1e-5 and r["energy_rel_diff_vs_reference"] < 1e-5
-    # the precision check on a CPU: ieee (the torch backend's exact float32 products) vs the prediction; tf32 skipped
-    (check,) = [r for r in results if "check" in r]
+    (check,) = [r for r in results if "check" in r]                 # a CPU: the ieee check; tf32 skipped
     assert check["check"] == "ieee" and check["backend"] == "torch" and check["passed"] is True
-    assert check["energy_measured"] == rows["torch", "none"]["energy_rel_err_vs_oracle"]
     assert check["energy_limit"] == pytest.approx(2 * 1e-5 + 1e-6)
-    skips = report["stages"]["correctness"]["skips"]
-    assert [s["check"] for s in skips] == ["tf32"] and "exact float32" in skips[0]["reason"]
-    assert "ieee check (torch, matmul auto)" in stdout and "PASS" in stdout
+    assert [s["check"] for s in report["stages"]["correctness"]["skips"]] == ["tf32"]      # no bf16 prediction
 
 
-def test_timings_and_openmm_numbers(smoke):
-    report, stdout = smoke
-    rows = report["timings"]
-    assert [(r["backend"], r["quantize"], r["replicas"]) for r in rows] == [
-        (b, q, R) for R in (1, 2) for b, q in (("reference", "none"), ("torch", "none"), ("torch", "bf16"))]
-    for r in rows:
-        assert r["status"] == "ok" and r["outputs_finite"] and r["n_beads"] > 20
-        assert 0 < r["min_ms"] <= r["median_ms"] and len(r["times_ms"]) == 2
+def test_timings_of_both_trees(smoke):
+    report, _, tree = smoke
+    ok = [r for r in report["timings"] if r["status"] == "ok"]
+    current = {(r["variant"], r["structure"], r["replicas"]) for r in ok if r["tree"] == "current"}
+    assert current == {(v, s, R) for R in (1, 2) for v, s in (("float32 tables", "bpti"), ("tf32", "bpti"),
+                                                               ("exact", "bpti"), ("bf16 products", "bpti"),
+                                                               ("float32 tables", "lysozyme"))}
+    for r in ok:
+        assert r["outputs_finite"] and r["n_beads"] > 20 and 0 < r["min_ms"] <= r["median_ms"]
         assert r["ns_per_day_aggregate"] == pytest.approx(r["replicas"] * 4e-6 * 86400 / (r["median_ms"] / 1e3))
-    assert {(q["label"], q["replicas"]) for q in report["ratios"]} == {(n, R) for n in ("torch", "torch+bf16")
-                                                                      for R in (1, 2)}
-    assert all(q["speedup_vs_reference"] > 0 for q in report["ratios"])
+    graphs = [r for r in report["timings"] if r["variant"] == "float32 tables/graph"]
+    assert graphs and all(r["status"] == "skipped" and "needs CUDA" in r["reason"] for r in graphs)
+    assert {(q["label"], q["replicas"]) for q in report["ratios"]} >= {("torch+tab-f32", 2), ("torch", 2)}
+    base = [r for r in report["timings"] + report["openmm"] if r["tree"] == "baseline"]
+    if tree is None:                                     # no git history: the baseline's rows say how to get it
+        assert base and all(r["status"] == "skipped" and "fetch_device_baseline" in r["reason"] for r in base)
+        return
+    ran = [r for r in base if r["status"] == "ok"]
+    assert {(r["kind"], r["variant"], r["replicas"]) for r in ran} == {
+        (k, v, R) for k, v in (("energy_forces", "tf32"), ("energy_forces", "float32 tables"), ("openmm", "tf32"),
+                               ("openmm", "float32 tables")) for R in ((1, 2) if k == "energy_forces" else (2,))}
+    assert all(r["flashschnet_path"].startswith(str(tree)) for r in ran)
+    assert all(not r["flashschnet_path"].startswith(str(tree)) for r in report["timings"] if r["tree"] == "current"
+               and r["status"] == "ok")
+    side = device_report.render(report).split("Old and new side by side", 1)[1].split("\n\n", 2)[1]
+    assert side.count("x** |") == 6                      # every baseline row that ran beside its current row
 
-    omm = report["openmm"]
-    ok = [o for o in omm if o["status"] == "ok" and o["kind"] == "openmm"]
-    # every variant of the kernel backend through the TorchForce, the reference's TorchForce, the PythonForce
-    assert {(o["variant"], o["backend"], o["openmm_force"]) for o in ok} == (
-        {(v, "torch", "TorchForce") for v in ("tf32", "bf16 products", "bf16 weights", "float32 tables")}
-        | {("exact", "reference", "TorchForce"), ("tf32", "torch", "PythonForce")})
+
+def test_openmm_and_martini_rows(smoke):
+    report, _, _ = smoke
+    omm = [o for o in report["openmm"] if o["tree"] == "current"]
+    ok = [o for o in omm if o["status"] == "ok"]
+    assert {(o["kind"], o["variant"], o["openmm_force"], o["structure"]) for o in ok} == {
+        ("openmm", "float32 tables", "TorchForce", "bpti"), ("openmm", "float32 tables", "PythonForce", "bpti"),
+        ("openmm", "exact", "TorchForce", "bpti"), ("openmm", "tf32", "TorchForce", "bpti"),
+        ("openmm", "bf16 products", "TorchForce", "bpti"), ("openmm", "float32 tables", "TorchForce", "lysozyme"),
+        ("overhead", "none", "TorchForce", "bpti"), ("overhead", "none", "PythonForce", "bpti"),
+        ("tempering", "float32 tables", "TorchForce", "bpti")}
     for o in ok:
-        assert o["platform"] == "CPU" and o["replicas"] == 2 and o["steps"] == 3 and o["positions_finite"]
-        assert o["ns_per_day_aggregate"] == pytest.approx(2 * o["ns_per_day_per_replica"]) and o["ms_per_step"] > 0
-        assert math.isfinite(o["final_potential_kJ_mol"]) and o["torch_cuda_graph"] is False
-        assert o["network_force"].startswith("TorchForce" if o["openmm_force"] == "TorchForce" else "openmm.Python")
-    # the CUDA-graph rows: skipped on the CPU platform, with the reason
-    graphs = [o for o in omm if o.get("openmm_force") == "TorchForce+CUDA graph"]
-    assert len(graphs) == 4 and all(o["status"] == "skipped" and "CUDA platform" in o["reason"] for o in graphs)
-    # the 1-GPU parallel-tempering row: the same System (TorchForce) as 2 walkers, an exchange every 3 steps
-    (pt,) = [o for o in omm if o["kind"] == "tempering"]
-    assert pt["status"] == "ok" and pt["platform"] == "CPU" and pt["walkers"] == 2 and pt["steps"] == 3
-    assert pt["openmm_force"] == "TorchForce" and pt["exchanges"] == 1 and pt["exchange_interval"] == 3
-    assert pt["ns_per_day_aggregate"] == pytest.approx(2 * pt["ns_per_day_per_replica"]) and pt["ms_per_step"] > 0
-    assert " +PT" in stdout and "[TorchForce+CUDA graph]" in stdout
-    # the MARTINI 3 row on the same platform (BPTI, the committed system; needs the force-field files)
-    martini = [o for o in report["stages"]["openmm"]["results"] + report["stages"]["openmm"]["skips"]
-               if o.get("kind") == "martini"]
-    if (SHARED / "martini" / "m3" / "martini_v3.0.0.itp").exists() or (ROOT / ".martini_ff").is_dir():
-        (m,) = martini
-        assert m["status"] == "ok" and m["platform"] == "CPU" and m["replicas"] == 1
-        assert m["particles"] > 1000 and m["dt_fs"] == 20.0 and m["ns_per_day_aggregate"] > 0
-        assert math.isfinite(m["potential_kJ_mol"]) and m["potential_kJ_mol"] < 0
+        assert o["platform"] == "CPU" and o["replicas"] == 2 and o["steps"] == 3 and o["ms_per_step"] > 0
+        assert o["ns_per_day_aggregate"] == pytest.approx(2 * o["ns_per_day_per_replica"])
+    nulls = [o for o in ok if o["kind"] == "overhead"]
+    assert all(o["final_potential_kJ_mol"] == 0.0 and "do-nothing" in o["network"] for o in nulls)
+    assert all(math.isfinite(o["final_potential_kJ_mol"]) for o in ok if o["kind"] == "openmm")
+    graphs = [o for o in omm if o["openmm_force"] == "TorchForce+CUDA graph"]
+    assert graphs and all(o["status"] == "skipped" and "CUDA platform" in o["reason"] for o in graphs)
+    (pt,) = [o for o in ok if o["kind"] == "tempering"]
+    assert pt["walkers"] == 2 and pt["exchanges"] == 1 and pt["exchange_interval"] == 3
+    martini = report["martini"]
+    if martini_ff(argparse.Namespace(root=str(ROOT), martini_ff=None)) is not None:      # the stage's own lookup
+        assert [(m["status"], m["processes"]) for m in martini] == [("ok", 1), ("ok", 2)]
+        two = martini[1]
+        assert two["processes_ok"] == 2 and two["particles"] > 1000 and two["overlap_s"] > 0
+        assert two["ns_per_day_aggregate"] == pytest.approx(sum(p["ns_per_day_per_replica"]
+                                                                for p in two["per_process"]))
+        assert all(math.isfinite(p["potential_kJ_mol"]) and p["potential_kJ_mol"] < 0 for p in two["per_process"])
     else:
-        (m,) = martini
-        assert m["status"] == "skipped" and "MARTINI 3" in m["reason"]
+        assert martini and all(m["status"] == "skipped" and "MARTINI 3" in m["reason"] for m in martini)
 
 
 def test_the_smoke_run_renders_as_a_cpu_rehearsal(smoke):
-    """tools/device_report.py on the smoke run: labelled a CPU smoke rehearsal, no GPU run claimed; the targets
-    evaluated from the run's rows (R = 2 here)."""
-    report, _ = smoke
+    """tools/device_report.py's code on the smoke run: labelled a CPU smoke rehearsal, no GPU run claimed; the
+    targets evaluated from the run's rows (R = 2 here); OpenMM's share from the do-nothing rows."""
+    report, _, _ = smoke
     text = device_report.render(report)
-    assert text.startswith("**No GPU run has happened yet.**") and "CPU smoke rehearsal" in text
+    assert text.startswith("**Not a GPU run.**") and "CPU smoke rehearsal" in text
     targets = device_report.targets(report)
-    assert [t["status"] in ("PASS", "FAIL", "NOT MEASURED") for t in targets] == [True] * 3
-    assert targets[0]["status"] != "NOT MEASURED"             # the torch TorchForce row at R = 2
+    assert len(targets) == 5 and all(t["status"] in ("PASS", "FAIL", "NOT MEASURED") for t in targets)
+    assert targets[1]["status"] != "NOT MEASURED"             # the default network's TorchForce row at R = 2
+    assert "| TorchForce | 2 |" in text.split("OpenMM's share of a step", 1)[1]
     assert "| ieee | torch, auto |" in text and "passed (no errors)" in text
 
 
@@ -162,12 +184,15 @@ def test_errors_make_the_exit_status_nonzero(tmp_path):
 
 def test_past_deadlines_are_recorded_as_skips(tmp_path):
     """With no budget left every stage still runs, starts no item and records each as a skip (no errors, exit 0)."""
-    run_checks("--smoke", "--budget", "0.5", "--openmm-replicas", "2", "--out", str(tmp_path), timeout=120)
+    run_checks("--smoke", "--budget", "0.5", "--openmm-replicas", "2", "--baseline", str(tmp_path / "none"),
+               "--out", str(tmp_path), timeout=120)
     report = json.loads((tmp_path / "device.json").read_text())
     assert list(report["stages"]) == STAGES and report["passed"] is True
     for name, stage in report["stages"].items():
         assert stage["status"] == "partial" and not stage["results"] and not stage["errors"], name
-        assert stage["skips"] and all("stage deadline" in s["reason"] for s in stage["skips"]
-                                      if s["item"] != "nvidia-smi"), name
-    assert len(report["timings"]) == 6 and all(r["status"] == "skipped" for r in report["timings"])
+        assert stage["skips"], name
+    reasons = [s["reason"] for st in report["stages"].values() for s in st["skips"] if s["item"] != "nvidia-smi"]
+    assert all(r.startswith(("stage deadline", "no baseline tree", "the model's CUDA graph", "openmm-torch CUDA"))
+               for r in reasons)
+    assert report["timings"] and all(r["status"] == "skipped" for r in report["timings"])
     assert report["openmm"] and all(o["status"] == "skipped" for o in report["openmm"])

@@ -3,8 +3,9 @@ tests/model/kernels/test_gpu_fit.py): the triton backend's per-step kernels, com
 H100/H200 (sm_90) by Triton's own compiler and the ptxas in its wheel, must fit -- no spill, shared memory
 <= 200 KB, a block's registers within the register file, compiled in < 120 s each, the filter network on tensor
 cores (the tabulated-filter kernels of compressed models have no matrix products: every criterion but that one),
-every kernel a step launches compiled with the launcher's own options; the installed Triton's recorded sm_90 rows
-(docs/gpu-fit.json) are what it compiles now."""
+every kernel a step launches compiled with the launcher's own options, a persistent kernel's configured blocks per
+multiprocessor within what fits; the installed Triton's recorded sm_90 rows (docs/gpu-fit.json) are what it
+compiles now."""
 from __future__ import annotations
 
 import json
@@ -14,16 +15,17 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import triton
 
-from flashschnet.fused.launches import KERNEL_CONFIGS, TABLE_VARIANTS
+from flashschnet.fused.launches import KERNEL_CONFIGS, TABLE_VARIANTS, config
 from flashschnet.kernels import gpu_fit
 
 ROOT = Path(__file__).resolve().parents[2]
 
 #: what a row measures (compile_s and same_binary_as vary from run to run)
-MEASURED = ("regs", "spill_bytes", "shared_bytes", "stack_bytes", "tensor_cores", "num_warps", "num_stages",
-            "maxnreg", "constexprs")
+MEASURED = ("regs", "spill_bytes", "shared_bytes", "stack_bytes", "tensor_cores", "wgmma", "cp_async", "num_warps",
+            "num_stages", "maxnreg", "ctas_per_sm", "ctas_per_sm_configured", "constexprs")
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +54,12 @@ def test_every_per_step_kernel_fits_sm90(rows):
         assert r["triton"] == triton.__version__
         assert gpu_fit.problems(r) == [], (r["kernel"], r["variant"], gpu_fit.problems(r))
         # compiled with the launcher's own options, not a copy
-        assert r["num_warps"] == KERNEL_CONFIGS[r["kernel"]]["num_warps"]
-        assert r["num_stages"] == KERNEL_CONFIGS[r["kernel"]]["num_stages"]
+        c = config(r["kernel"], torch.float64 if r["variant"].endswith("/f64") else torch.float32,
+                   sixteen=r["kernel"] in gpu_fit.TABLE_KERNELS and ("-f16" in r["variant"] or "-bf16" in r["variant"]))
+        assert r["num_warps"] == c["num_warps"] and r["num_stages"] == c["num_stages"]
+        assert r["maxnreg"] == c.get("maxnreg") and r["ctas_per_sm_configured"] == c.get("ctas_per_sm")
+        if c.get("ctas_per_sm"):
+            assert r["ctas_per_sm"] >= c["ctas_per_sm"]         # the persistent grid's programs all fit at once
         if r["kernel"] in gpu_fit.FILTER_KERNELS:
             assert r["tensor_cores"]
         if r["kernel"] in gpu_fit.TABLE_KERNELS:

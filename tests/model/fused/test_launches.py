@@ -33,9 +33,12 @@ def test_step_launches_reference_their_kernels_with_their_options():
 
 
 def test_configurations():
-    """The launch configurations: float64 changes only what its registers need; the interpreter's run whole tile
-    pairs unless a test asks for the GPU's; the persistent grids keep a program on one channel group."""
-    assert config("_cfconv_table_fwd_kernel", torch.float64)["maxnreg"] is None
+    """The launch configurations: float64 and 16-bit tables change only what their registers need; the
+    interpreter's run whole tile pairs unless a test asks for the GPU's; the persistent grids keep a program on one
+    channel group."""
+    assert config("_cfconv_table_fwd_kernel", torch.float64)["num_warps"] == 8
+    bwd = "_cfconv_table_bwd_kernel"
+    assert config(bwd, sixteen=True)["ctas_per_sm"] < config(bwd)["ctas_per_sm"]
     assert config("_node_fwd_kernel", torch.float64) == config("_node_fwd_kernel", torch.float32)
     assert config("_cfconv_fwd_kernel")["JB"] == 16                        # this test runs interpreted
     with mock.patch.object(launches, "GPU_CONFIGS_IN_INTERPRETER", True):

@@ -50,6 +50,33 @@ def test_recorded_rows_cover_both_tritons_and_fit():
     assert keys[RECORDED_TRITONS[0]] == keys[RECORDED_TRITONS[1]]   # the same variants under both
 
 
+def test_blocks_per_multiprocessor_from_registers_shared_memory_and_warps():
+    """ctas_per_sm: registers rounded up per thread (8) and per warp (256), shared memory with the driver's 1 KB
+    per block, at most 64 warps and 32 blocks; a block that cannot launch gives 0; the check catches a persistent
+    kernel asking for more."""
+    row = dict(kernel="_cfconv_table_fwd_kernel", variant="x", arch=90, regs=128, spill_bytes=0, shared_bytes=4096,
+               compile_s=1.0, tensor_cores=False, num_warps=2)
+    assert gpu_fit.ctas_per_sm(row) == 8                       # 65536 / (128 x 64)
+    assert gpu_fit.ctas_per_sm(dict(row, regs=121)) == 8 and gpu_fit.ctas_per_sm(dict(row, regs=129)) == 7
+    assert gpu_fit.ctas_per_sm(dict(row, regs=32, num_warps=1)) == 32            # the block limit
+    assert gpu_fit.ctas_per_sm(dict(row, regs=16, num_warps=4)) == 16            # 64 warps
+    assert gpu_fit.ctas_per_sm(dict(row, regs=32, shared_bytes=100_000)) == 2    # shared memory
+    assert gpu_fit.ctas_per_sm(dict(row, regs=255, num_warps=16)) == 0           # 130,560 registers: never
+    assert gpu_fit.ctas_per_sm(dict(row, arch=80, regs=32, shared_bytes=100_000)) == 1
+    assert gpu_fit.problems(dict(row, ctas_per_sm_configured=8)) == []
+    assert any("blocks per SM" in p for p in gpu_fit.problems(dict(row, regs=160, ctas_per_sm_configured=8)))
+
+
+def test_the_docs_table_is_rendered_from_the_recorded_fits():
+    """docs/benchmarks.md's table of fits is gpu_fit.markdown of docs/gpu-fit.json (regenerated together:
+    tools/gpu_fit.py --merge-into docs/gpu-fit.json --update-doc docs/benchmarks.md)."""
+    doc = (ROOT / "docs" / "benchmarks.md").read_text()
+    begin, end = gpu_fit.MARKERS
+    body = doc.split(begin, 1)[1].split(end, 1)[0]
+    assert body == "\n" + gpu_fit.markdown(gpu_fit.load(ROOT / "docs" / "gpu-fit.json"))
+    assert gpu_fit.update_doc(doc, gpu_fit.load(ROOT / "docs" / "gpu-fit.json")) == doc
+
+
 def test_the_fit_file_merges_one_run_per_triton_and_loads_both_formats(tmp_path):
     """A plain list of rows (``--json``) is one run per rows' ``triton`` ("unknown" without one); merging a run
     replaces that version's section, keeps the others in version order (3.10 after 3.6) and drops "unknown"."""

@@ -85,3 +85,22 @@ def test_torch_force_properties():
                                                                                    "false") == "false"
     with pytest.raises(InputError, match="TorchForce only"):
         build_system(mol, model, replicas=1, priors=None, network_force="python", torch_properties={"a": "b"})
+
+
+def test_openmm_loop_runs_a_given_module_in_the_networks_place():
+    """``openmm_loop(cfg, module=...)``: the same System and loop with a ready module as the TorchForce (here the
+    do-nothing force of flashschnet.openmm.benchmark.overhead: the energy is exactly zero); without it, the
+    configuration's network (a nonzero energy)."""
+    pytest.importorskip("openmmtorch")
+    from flashschnet.openmm.benchmark.overhead import null_module
+
+    cfg = {"pdb": str(EXAMPLES / "1L2Y_trpcage.pdb"), "model": None, "backend": "reference", "device": "cpu",
+           "dtype": "float32", "threads": 1, "replicas": 1, "steps": 2, "warmup": 1}
+    threads = torch.get_num_threads()
+    try:
+        null = measure.openmm_loop(cfg, module=null_module())
+        net = measure.openmm_loop(cfg)
+    finally:
+        torch.set_num_threads(threads)
+    assert null["final_potential_kJ_mol"] == 0.0 and net["final_potential_kJ_mol"] != 0.0
+    assert null["platform"] == net["platform"] == "CPU" and null["positions_finite"]
