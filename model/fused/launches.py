@@ -41,7 +41,7 @@ from .workspace import Workspace
 #: 16-bit-table variants fit six, float32 ones up to eight), each an independent chain, 16 x 2 pairs per forward
 #: step, 16 x 1 per backward one: of the configurations that compile spill-free on sm_80 and sm_90 the one the
 #: calibrated model predicts fastest (one 16-warp program per multiprocessor on whole tile pairs: 1.5x slower at
-#: R = 64); the node kernels 8 warps on 64-wide blocks; the exact filter's kernels fit with 32 / 16 pairs per
+#: R = 64); the node kernels 8 warps on 64-wide blocks; the exact filter's kernels fit with 16 pairs per
 #: product (64-row products spill in Triton 3.6: docs/benchmarks.md)
 KERNEL_CONFIGS = {
     "_cfconv_table_fwd_kernel": {"num_warps": 2, "num_stages": 2, "JB": 2, "ctas_per_sm": 6},
@@ -308,7 +308,7 @@ def node_fwd_launch(ws: Workspace, plan: NodePlan, t: int, x, x_rs: int) -> Laun
     blk = plan.blocks[t]
     last = t == nb - 1
     L1n = blk.L1T if last else plan.blocks[t + 1].L1T
-    h_out = bufs["h"][t + 1] if not last else bufs["h"][0]
+    h_out = bufs["h"][t] if not last else bufs["gm"]       # the last block writes no next input (a placeholder)
     P = plan.widths
     return Launch(kernels()[2]._node_fwd_kernel, (node_programs(ws),),
                   (ws.rowpart, ws.colpart, ws.flags, x, bufs["x"], bufs["a"][t], h_out, bufs["scratch"], blk.L2T,

@@ -233,11 +233,11 @@ class TritonTileEngine:
         update_tiles(ws, pos, self.cutoff, self.skin, length_scale)
         nb = len(self.sources)
         for t, src in enumerate(self.sources):
-            h, h_rs = (h0, 0) if t == 0 else (bufs["h"][t], N)
+            h, h_rs = (h0, 0) if t == 0 else (bufs["h"][t - 1], N)
             run(src.forward_launch(ws, h, h_rs, self.programs))
             run(node_fwd_launch(ws, plan, t, x0 if t == 0 else bufs["x"], 0 if t == 0 else N))
         for t in range(nb - 1, -1, -1):
-            h, h_rs = (h0, 0) if t == 0 else (bufs["h"][t], N)
+            h, h_rs = (h0, 0) if t == 0 else (bufs["h"][t - 1], N)
             run(self.sources[t].backward_launch(ws, h, h_rs, bufs["gm"], self.programs))
             run(node_bwd_launch(ws, plan, t, energies, total, forces, energy_scale, force_scale))
         return energies, forces, total.reshape(())

@@ -33,15 +33,20 @@ class Workspace:
     Always: ``flags`` int8 [R*S] (all active until the first build), ``worklist`` int32 [R*S] and ``counts``
     int32 [R] (the work list: :func:`flashschnet.fused.tile_flags.update_tiles`), ``ref`` [R, N, 3] (positions at
     each replica's last build; NaN: never built), ``builds`` int32 [R], ``pos`` [R, N, 3] (this step's positions
-    in the model's length unit), the partials ``rowpart``/``colpart`` [R*S, B, FP] and ``prow``/``pcol``
-    [R*S*NP, B, 4]. The unfused path's outputs (:meth:`unfused`) and the fused node layers' buffers
-    (:meth:`nodes`) are made on first use.
+    in the model's length unit), the row partials ``rowpart`` [R*S, B, FP] and ``prow`` [R*S*NP, B, 4] (one per
+    slot) and the column partials ``colpart`` [R*C, B, FP] and ``pcol`` [R*C*NP, B, 4] (one per off-diagonal slot:
+    ``C = S - T``). The unfused path's outputs (:meth:`unfused`) and the fused node layers' buffers
+    (:meth:`nodes`) are made on first use. Every buffer has at least one row (none is zero-size).
     """
 
     def __init__(self, R: int, N: int, FP: int, dtype, device, block: int = BLOCK, NP: int = 1):
         self.R, self.N, self.FP, self.block, self.NP = int(R), int(N), int(FP), int(block), int(NP)
         T, S = tile_counts(N, block)
-        self.T, self.S = T, S
+        if R * S * max(NP, 1) * block >= 2 ** 31:     # the kernels index partial rows in 32 bits (tiles._col_slot)
+            raise ValueError(f"{R} replicas of {N} beads are {R * S} tile pairs, more than the GPU kernels index "
+                             f"({2 ** 31 // (S * max(NP, 1) * block)} replicas at most for this system): run fewer "
+                             "replicas per System")
+        self.T, self.S, self.C = T, S, S - T
         like = torch.empty(0, dtype=dtype, device=device)
         self.like = like
         self.flags = torch.ones(max(R * S, 1), dtype=torch.int8, device=device)
@@ -51,9 +56,9 @@ class Workspace:
         self.builds = torch.zeros(max(R, 1), dtype=torch.int32, device=device)
         self.pos = _empty((R, N, 3), like)
         self.rowpart = _empty((max(R * S, 1), block, FP), like)
-        self.colpart = _empty((max(R * S, 1), block, FP), like)
+        self.colpart = _empty((max(R * self.C, 1), block, FP), like)
         self.prow = _empty((max(R * S * NP, 1), block, 4), like)
-        self.pcol = _empty((max(R * S * NP, 1), block, 4), like)
+        self.pcol = _empty((max(R * self.C * NP, 1), block, 4), like)
         self._unfused: Optional[tuple] = None
         self._nodes: Optional[dict] = None
 
@@ -70,14 +75,15 @@ class Workspace:
 
     def nodes(self, HP: int, blocks: int, programs: int, scratch_values: int) -> dict:
         """The fused node layers' buffers: ``x`` [R, N, HP] (the running node features), ``a`` [blocks, R, N, HP]
-        and ``h`` [blocks, R, N, FP] (saved for the backward; ``h[0]`` is unused: the first block's input is per
-        bead type), ``gx`` [R, N, HP], ``gm`` [R, N, FP], ``facc`` [R, N, 4] (the force so far), ``epart``
-        [R*T] (per-tile energies) and ``scratch`` (``scratch_values`` per node program, ``programs`` of them)."""
+        and ``h`` [blocks - 1, R, N, FP] (saved for the backward; ``h[t - 1]`` is block ``t``'s CFConv input, the
+        first block's is per bead type), ``gx`` [R, N, HP], ``gm`` [R, N, FP], ``facc`` [R, N, 4] (the force so
+        far), ``epart`` [R*T] (per-tile energies) and ``scratch`` (``scratch_values`` per node program,
+        ``programs`` of them)."""
         key = (HP, blocks, programs, scratch_values)
         if self._nodes is None or self._nodes["key"] != key:
             R, N, FP, like = self.R, self.N, self.FP, self.like
             self._nodes = {"key": key, "x": _empty((R, N, HP), like), "a": _empty((max(blocks, 1), R, N, HP), like),
-                           "h": _empty((max(blocks, 1), R, N, FP), like), "gx": _empty((R, N, HP), like),
+                           "h": _empty((max(blocks - 1, 1), R, N, FP), like), "gx": _empty((R, N, HP), like),
                            "gm": _empty((R, N, FP), like), "facc": _empty((R, N, 4), like),
                            "epart": _empty((max(R * self.T, 1),), like),
                            "scratch": _empty((max(programs * scratch_values, 1),), like)}

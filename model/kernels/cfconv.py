@@ -34,7 +34,7 @@ import triton.language as tl
 
 from .filter_mlp import _basis, _cosine_env, _dot, _load_basis, _tanh
 from .filter_table import _load_scalars, _load_scales, _table_filter
-from .tiles import _item, _items, _load_beads, _load_rows
+from .tiles import _col_slot, _item, _items, _load_beads, _load_rows
 
 
 @triton.jit
@@ -96,12 +96,13 @@ def _xyz0(ax, ay, az):
 def _table_item(w, list_ptr, sc_ptr, tab_ptr, S, T, knots, h_rs, rr, cnt, incl, c, B: tl.constexpr,
                 FC: tl.constexpr, FP: tl.constexpr, NCG: tl.constexpr, Q: tl.constexpr, SCALE: tl.constexpr):
     """A table kernel's item ``w``: ``(r, I, J, slot, group)`` (:func:`~flashschnet.kernels.tiles._item`), the
-    group's channels, scales and table slice, and the replica's first ``h`` row and partial row."""
+    group's channels, scales and table slice, the replica's first ``h`` row, and the pair's first row and column
+    partial rows."""
     r, I, J, slot, cg = _item(w, list_ptr, S, T, rr, cnt, incl, NCG)
     ch = cg * FC + c
     s0, s1, s2 = _load_scales(sc_ptr, ch, FP, Q, SCALE)
     return (r, I, J, slot, cg, ch, s0, s1, s2, tab_ptr + cg * (knots * Q * FC), r.to(tl.int64) * h_rs,
-            (r.to(tl.int64) * S + slot) * B)
+            (r * S + slot) * B, _col_slot(r, I, slot, S, T) * B)          # partial rows in 32 bits: _col_slot
 
 
 @triton.jit
@@ -120,9 +121,9 @@ def _cfconv_table_fwd_kernel(pos_ptr, h_ptr, list_ptr, counts_ptr, rowpart_ptr, 
     rr, cnt, incl, total = _items(counts_ptr, R, NCG, RP)
     c = tl.arange(0, FC)
     for w in range(pid, total, G):
-        r, I, J, slot, cg, ch, s0, s1, s2, tab, h0, row0 = _table_item(w, list_ptr, sc_ptr, tab_ptr, S, T, knots,
-                                                                      h_rs, rr, cnt, incl, c, B, FC, FP, NCG, Q,
-                                                                      SCALE)
+        r, I, J, slot, cg, ch, s0, s1, s2, tab, h0, row0, col0 = _table_item(w, list_ptr, sc_ptr, tab_ptr, S, T,
+                                                                            knots, h_rs, rr, cnt, incl, c, B, FC,
+                                                                            FP, NCG, Q, SCALE)
         bi, vi, xi, yi, zi = _load_beads(pos_ptr, r, I * B, N, B)
         hI = _load_rows(h_ptr, h0, bi, vi, FP, ch)
         acc = tl.zeros((B, FC), dtype=hI.dtype)
@@ -137,7 +138,7 @@ def _cfconv_table_fwd_kernel(pos_ptr, h_ptr, list_ptr, counts_ptr, rowpart_ptr, 
             W, W2 = _table_filter(d, mask, tab, c, s0, s1, s2, inv_h, kmax, FC, Q, SCALE, False)
             acc += tl.sum(W * hJ[None, :, :], axis=1)
             if I != J:
-                _store_rows(colpart_ptr, row0 + jc * JB, JB, FP, ch, tl.sum(W * hI[:, None, :], axis=0))
+                _store_rows(colpart_ptr, col0 + jc * JB, JB, FP, ch, tl.sum(W * hI[:, None, :], axis=0))
         _store_rows(rowpart_ptr, row0, B, FP, ch, acc)
 
 
@@ -157,11 +158,12 @@ def _cfconv_table_bwd_kernel(pos_ptr, h_ptr, gm_ptr, list_ptr, counts_ptr, rowpa
     c = tl.arange(0, FC)
     k4 = tl.arange(0, 4)
     for w in range(pid, total, G):
-        r, I, J, slot, cg, ch, s0, s1, s2, tab, h0, row0 = _table_item(w, list_ptr, sc_ptr, tab_ptr, S, T, knots,
-                                                                      h_rs, rr, cnt, incl, c, B, FC, FP, NCG, Q,
-                                                                      SCALE)
+        r, I, J, slot, cg, ch, s0, s1, s2, tab, h0, row0, col0 = _table_item(w, list_ptr, sc_ptr, tab_ptr, S, T,
+                                                                            knots, h_rs, rr, cnt, incl, c, B, FC,
+                                                                            FP, NCG, Q, SCALE)
         g0 = r.to(tl.int64) * N
         prow0 = ((r.to(tl.int64) * S + slot) * NCG + cg) * B
+        pcol0 = (_col_slot(r, I, slot, S, T) * NCG + cg) * B
         bi, vi, xi, yi, zi = _load_beads(pos_ptr, r, I * B, N, B)
         hI = _load_rows(h_ptr, h0, bi, vi, FP, ch)
         gI = _load_rows(gm_ptr, g0, bi, vi, FP, ch)
@@ -184,8 +186,8 @@ def _cfconv_table_bwd_kernel(pos_ptr, h_ptr, gm_ptr, list_ptr, counts_ptr, rowpa
             ay -= tl.sum(cc * dy, axis=1)
             az -= tl.sum(cc * dz, axis=1)
             if I != J:
-                _store_rows(colpart_ptr, row0 + jc * JB, JB, FP, ch, tl.sum(W * gI[:, None, :], axis=0))
-                _store_rows(pcol_ptr, prow0 + jc * JB, JB, 4, k4, _xyz0(tl.sum(cc * dx, axis=0),
+                _store_rows(colpart_ptr, col0 + jc * JB, JB, FP, ch, tl.sum(W * gI[:, None, :], axis=0))
+                _store_rows(pcol_ptr, pcol0 + jc * JB, JB, 4, k4, _xyz0(tl.sum(cc * dx, axis=0),
                                                                        tl.sum(cc * dy, axis=0),
                                                                        tl.sum(cc * dz, axis=0)))
         _store_rows(rowpart_ptr, row0, B, FP, ch, acc)
@@ -296,6 +298,7 @@ def _cfconv_fwd_kernel(pos_ptr, h_ptr, list_ptr, counts_ptr, rowpart_ptr, colpar
         r, I, J, slot, cg = _item(w, list_ptr, S, T, rr, cnt, incl, NCG)
         h0 = r.to(tl.int64) * h_rs
         row0 = (r.to(tl.int64) * S + slot) * B
+        col0 = _col_slot(r, I, slot, S, T) * B
         bi, vi, xi, yi, zi = _load_beads(pos_ptr, r, I * B, N, B)
         hI = _load_rows(h_ptr, h0, bi, vi, FP, ch)
         acc = tl.zeros((B, FC), dtype=hI.dtype)
@@ -306,7 +309,7 @@ def _cfconv_fwd_kernel(pos_ptr, h_ptr, list_ptr, counts_ptr, rowpart_ptr, colpar
             W3 = tl.reshape(W, [B, JB, FC])
             acc += tl.sum(W3 * _load_rows(h_ptr, h0, bj, vj, FP, ch)[None, :, :], axis=1)
             if I != J:
-                _store_rows(colpart_ptr, row0 + jc * JB, JB, FP, ch, tl.sum(W3 * hI[:, None, :], axis=0))
+                _store_rows(colpart_ptr, col0 + jc * JB, JB, FP, ch, tl.sum(W3 * hI[:, None, :], axis=0))
         _store_rows(rowpart_ptr, row0, B, FP, ch, acc)
 
 
@@ -327,8 +330,6 @@ def _cfconv_bwd_kernel(pos_ptr, h_ptr, gm_ptr, list_ptr, counts_ptr, rowpart_ptr
         r, I, J, slot, cg = _item(w, list_ptr, S, T, rr, cnt, incl, NCG)
         h0 = r.to(tl.int64) * h_rs
         g0 = r.to(tl.int64) * N
-        row0 = (r.to(tl.int64) * S + slot) * B
-        prow0 = ((r.to(tl.int64) * S + slot) * NCG + cg) * B
         bi, vi, xi, yi, zi = _load_beads(pos_ptr, r, I * B, N, B)
         acc = tl.zeros((B, FC), dtype=xi.dtype)
         ax = tl.zeros((B,), dtype=xi.dtype)
@@ -342,8 +343,9 @@ def _cfconv_bwd_kernel(pos_ptr, h_ptr, gm_ptr, list_ptr, counts_ptr, rowpart_ptr
             gI = _load_rows(gm_ptr, g0, bi, vi, FP, ch)
             W3 = tl.reshape(W, [B, JB, FC])
             acc += tl.sum(W3 * gJ[None, :, :], axis=1)
-            if I != J:
-                _store_rows(colpart_ptr, row0 + jc * JB, JB, FP, ch, tl.sum(W3 * gI[:, None, :], axis=0))
+            if I != J:      # the slots' rows computed where they are used: fewer registers live through the loop
+                _store_rows(colpart_ptr, _col_slot(r, I, slot, S, T) * B + jc * JB, JB, FP, ch,
+                            tl.sum(W3 * gI[:, None, :], axis=0))
             hJ = _load_rows(h_ptr, h0, bj, vj, FP, ch)
             hI = _load_rows(h_ptr, h0, bi, vi, FP, ch)
             Gp = gI[:, None, :] * hJ[None, :, :] + gJ[None, :, :] * hI[:, None, :]
@@ -352,8 +354,7 @@ def _cfconv_bwd_kernel(pos_ptr, h_ptr, gm_ptr, list_ptr, counts_ptr, rowpart_ptr
             ay -= tl.sum(cc * dy, axis=1)
             az -= tl.sum(cc * dz, axis=1)
             if I != J:
-                _store_rows(pcol_ptr, prow0 + jc * JB, JB, 4, k4, _xyz0(tl.sum(cc * dx, axis=0),
-                                                                       tl.sum(cc * dy, axis=0),
-                                                                       tl.sum(cc * dz, axis=0)))
-        _store_rows(rowpart_ptr, row0, B, FP, ch, acc)
-        _store_rows(prow_ptr, prow0, B, 4, k4, _xyz0(ax, ay, az))
+                _store_rows(pcol_ptr, (_col_slot(r, I, slot, S, T) * NCG + cg) * B + jc * JB, JB, 4, k4,
+                            _xyz0(tl.sum(cc * dx, axis=0), tl.sum(cc * dy, axis=0), tl.sum(cc * dz, axis=0)))
+        _store_rows(rowpart_ptr, (r * S + slot) * B, B, FP, ch, acc)       # 32 bits: as _col_slot's
+        _store_rows(prow_ptr, ((r * S + slot) * NCG + cg) * B, B, 4, k4, _xyz0(ax, ay, az))

@@ -16,13 +16,15 @@ prefix sums locate an item's replica, so no host synchronisation and no global c
 takes items ``p, p + G, p + 2G, ...``; with ``G`` a multiple of ``NCG`` a program keeps one channel group (its
 slice of a filter table stays in its multiprocessor's L1).
 
-Partials. An item writes its tile pair's *row* partial (destination tile I, width-W channels of its group) and,
-off the diagonal, its *column* partial (destination tile J) into the pair's slot of a partial buffer
-(``[R*S*NP, B, W]``: ``NP`` partials per slot, one per channel group for the position gradient, else 1). No
+Partials. An item writes its tile pair's *row* partial (destination tile I, width-W channels of its group) into
+the pair's slot of the row buffer (``[R*S*NP, B, W]``: ``NP`` partials per slot, one per channel group for the
+position gradient, else 1) and, off the diagonal, its *column* partial (destination tile J) into the pair's
+*column slot* of the column buffer (``[R*C*NP, B, W]``: ``C = S - T`` off-diagonal pairs per replica,
+:func:`_col_slot`; a diagonal pair has no column partial, so the column buffers hold no slot for it). No
 atomics: :func:`_sum_partials` adds a destination tile's partials over the source tiles in ascending order
-(8 sources per step, their loads in flight together), so results repeat bitwise, do not depend on the number of
-programs or the order in which items run, and do not depend on the flags either (an inactive slot's true
-contribution is exactly zero: it is simply not added).
+(:data:`SOURCES_PER_STEP` sources per step, their loads in flight together), so results repeat bitwise, do not
+depend on the number of programs or the order in which items run, and do not depend on the flags either (an
+inactive slot's true contribution is exactly zero: it is simply not added).
 """
 import triton
 import triton.language as tl
@@ -57,6 +59,15 @@ def _slot(I, J, T):
 
 
 @triton.jit
+def _col_slot(r, I, slot, S, T):
+    """The column slot of replica ``r``'s off-diagonal pair ``(I, J)``, ``I < J``, of slot ``slot``, over all
+    replicas (``S - T`` per replica: the slots in order, less the ``I + 1`` diagonal ones before it). In 32 bits
+    (what keeps the kernels at their register limit spill-free): the workspace refuses shapes whose partial rows
+    would not fit (:class:`~flashschnet.fused.workspace.Workspace`)."""
+    return r * (S - T) + slot - I - 1
+
+
+@triton.jit
 def _items(counts_ptr, R, NCG: tl.constexpr, RP: tl.constexpr):
     """The replicas' active tile-pair counts [RP], their inclusive prefix sums and the number of items (all
     replicas' active pairs times ``NCG`` channel groups)."""
@@ -82,7 +93,7 @@ def _item(w, list_ptr, S, T, rr, cnt, incl, NCG: tl.constexpr):
 def _sum_partials(rowpart_ptr, colpart_ptr, flags_ptr, r, X, T, S, NP: tl.constexpr, B: tl.constexpr,
                   W: tl.constexpr, NPP: tl.constexpr, STRIDE: tl.constexpr):
     """Destination tile ``X`` of replica ``r``: the sum [B, W] of its partials (``W`` columns of buffers of row
-    width ``STRIDE``) -- per source tile ``s`` (ascending), the column partials of slot ``(s, X)`` for ``s < X``
+    width ``STRIDE``) -- per source tile ``s`` (ascending), the column partials of pair ``(s, X)`` for ``s < X``
     and the row partials of ``(X, s)`` for ``s >= X``, each slot's ``NP`` partials (``NPP`` = NP rounded up to a
     power of two) -- for the active slots only. Fixed order: steps of :data:`SOURCES_PER_STEP` sources, summed as
     loaded, added one step after the other."""
@@ -96,13 +107,15 @@ def _sum_partials(rowpart_ptr, colpart_ptr, flags_ptr, r, X, T, S, NP: tl.conste
         s = s0 + q                                                          # [SC] source tiles
         lo = tl.minimum(s, X)
         hi = tl.maximum(s, X)
-        slot = r.to(tl.int64) * S + _slot(lo, hi, T)
+        within = _slot(lo, hi, T)
+        slot = r.to(tl.int64) * S + within
         on = (s < T) & (tl.load(flags_ptr + slot, mask=s < T, other=0) != 0)
+        col_side = s < X
+        slot = tl.where(col_side, _col_slot(r, lo, within, S, T), slot)    # s < X: the column slot of (s, X)
         row = (slot[:, None] * NP + p[None, :])                             # [SC, NPP]
         off = (row[:, :, None, None] * B + b[None, None, :, None]) * STRIDE + c[None, None, None, :]
         m = (on[:, None] & (p < NP)[None, :])[:, :, None, None]
-        col_side = (s < X)[:, None, None, None]
-        part = tl.load(tl.where(col_side, colpart_ptr, rowpart_ptr) + off, mask=m, other=0.0)
+        part = tl.load(tl.where(col_side[:, None, None, None], colpart_ptr, rowpart_ptr) + off, mask=m, other=0.0)
         acc += tl.sum(tl.sum(part, axis=1), axis=0)
     return acc
 

@@ -110,11 +110,12 @@ def frame_errors(model_path: str, positions: torch.Tensor, bead_types: torch.Ten
 
 def langevin_check(pdb: str, model_path: str, variant: str, steps: int, out_dir: str, seed: int = 3,
                    report_interval: int = 500, threads: Optional[int] = None, platform: str = "CPU",
-                   backend: Optional[str] = None) -> Dict[str, object]:
+                   backend: Optional[str] = None, compress: str = "none") -> Dict[str, object]:
     """A Langevin run (4 fs, 300 K, 1/ps) of ``variant`` and its stability: completed steps, the largest
     relative CG bond-length deviation from the PDB over the frames, mean temperature after the first fifth,
     and ns/day. ``stable`` is True when the run completed with every bond within 25 % of native and the
-    mean temperature within 240-360 K."""
+    mean temperature within 240-360 K. ``compress`` is simulate's ``--compress``: ``"none"`` (the default here)
+    runs the exact filter network, the one 16-bit weights are measured against; ``"auto"`` what a user runs."""
     import mdtraj as md
 
     from flashschnet.openmm.simulate import RunSettings, run
@@ -122,7 +123,7 @@ def langevin_check(pdb: str, model_path: str, variant: str, steps: int, out_dir:
     res: Dict[str, object] = {"variant": variant, "steps": steps}
     settings = RunSettings(pdb=pdb, model=model_path, out=out_dir, steps=steps, seed=seed, quantize=variant,
                            report_interval=report_interval, threads=threads, platform=platform, backend=backend,
-                           compress="none")           # the exact filter network: 16-bit weights against it
+                           compress=compress)
     try:
         result = run(settings, progress=False, echo=lambda msg: None)
     except SimulationInstabilityError as exc:
