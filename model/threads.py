@@ -19,9 +19,9 @@ Explicit choices win: ``--threads N`` (``RunSettings.threads``) or ``OMP_NUM_THR
 OpenMM's CPU threads stay the libraries' defaults (OpenMM's CPU platform, which computes the priors, showed no
 difference beyond the measurements' noise). The count is chosen once, at the start (load that starts later is
 not followed; with the count chosen for you a long run on a shared machine may want ``--threads 1``), and is not
-recorded in run.json: a resumed run chooses again. A run's result can depend on its PyTorch thread count (the
-fused pair loops split the pairs into one range per thread once there are 2 x 4096 of them; trp-cage's are
-fewer), so a run that must repeat bitwise on a machine whose load varies passes ``--threads``.
+recorded in run.json: a resumed run chooses again. A run's result does not depend on its PyTorch thread count: the
+fused pair loops run over fixed segments of the system (:class:`~flashschnet.fused.torch_engine.Segments`), and
+tests/model/kernels/test_cpu_pairs.py checks 1, 2 and 3 threads bitwise.
 """
 from __future__ import annotations
 

@@ -103,53 +103,64 @@ def test_no_compiler_falls_back_to_pytorch_ops_with_a_note(monkeypatch, tmp_path
         _run(compressed64, pos, types, True)
 
 
-def test_split_over_threads_is_deterministic_and_equals_one_thread(monkeypatch, fixture_a, model64, compressed64):
-    import flashschnet.fused.torch_engine as te
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
+def test_the_same_bits_on_any_thread_count(model64, compressed64, dtype):
+    """Two replicas of 80 beads: 3 segments each (6 work items), on 1, 2 and 3 threads, exact and tables."""
+    from flashschnet.fused.torch_engine import segments
 
-    pos, types = fixture_a["positions_A"], fixture_a["bead_types"]
+    assert segments(2, 80).NS == 3
+    g = torch.Generator().manual_seed(5)
+    pos = (torch.randn(2, 80, 3, generator=g, dtype=torch.float64) * 6.0).to(dtype)
+    types = torch.arange(80) % 20 + 1
     threads = torch.get_num_threads()
     try:
         for model in (model64, compressed64):
-            torch.set_num_threads(1)
-            e1, f1 = _run(model, pos, types, True)
-            monkeypatch.setattr(te, "MIN_PAIRS_PER_THREAD", 16)      # force a split of this small system
-            torch.set_num_threads(3)
-            e3, f3 = _run(model, pos, types, True)
-            e3b, f3b = _run(model, pos, types, True)
-            monkeypatch.setattr(te, "MIN_PAIRS_PER_THREAD", 4096)
-            assert torch.equal(e3, e3b) and torch.equal(f3, f3b)
-            assert rel_error(e3, e1) < 1e-13 and rel_error(f3, f1) < 1e-12
+            model = model.to(dtype)
+            runs = []
+            for n in (1, 2, 3):
+                torch.set_num_threads(n)
+                runs.append(_run(model, pos, types, True))
+            for e, f in runs[1:]:
+                assert torch.equal(e, runs[0][0]) and torch.equal(f, runs[0][1])
+            e0, f0 = _run(model, pos, types, False)
+            tol = 1e-13 if dtype == torch.float64 else 2e-6
+            assert rel_error(runs[0][0], e0) < tol and rel_error(runs[0][1], f0) < tol * 10
     finally:
         torch.set_num_threads(threads)
+        model64.double(), compressed64.double()
 
 
 @pytest.mark.parametrize("F,Q", [(7, 3), (7, 2), (64, 3), (64, 2)],
                          ids=["generic-quintic", "generic-cubic", "F64-quintic", "F64-cubic"])
 def test_table_kernels_equal_the_pytorch_lookup(F, Q):
     """The table loops, compiled for F = 64 (Q = 2, 3) and generic otherwise, against TableFilter's PyTorch lookup
-    and index_add (float64), with the interval weights computed once and shared by both passes."""
+    and index_add (float64), with the interval weights computed once and shared by both passes; the pairs in the
+    step's order (3 segments of a 70-bead system)."""
     from flashschnet.nn.layout import TableWeights
-    from flashschnet.fused.torch_engine import TableFilter, _Loops
+    from flashschnet.fused.torch_engine import TableFilter, _Loops, segments
 
     g = torch.Generator().manual_seed(F + Q)
-    M, P, n, r_end = 13, 60, 33, 8.0
-    i = torch.randint(0, M, (P,), generator=g)
-    j = (i + torch.randint(1, M, (P,), generator=g)) % M
+    M, P, n, r_end = 70, 300, 33, 8.0
+    a = torch.randint(0, M, (P,), generator=g)
+    b = (a + torch.randint(1, M, (P,), generator=g)) % M
+    i, j = torch.minimum(a, b), torch.maximum(a, b)                # a half list: i < j
     pos = torch.randn(M, 3, generator=g, dtype=torch.float64) * 3.0
     d = torch.linalg.vector_norm(pos[i] - pos[j], dim=-1)          # some beyond r_end: those pairs are skipped
     src = TableFilter(TableWeights(torch.randn(n, Q, F, generator=g), torch.rand(Q, F, generator=g) + 0.5, r_end),
                       torch.float64, "cpu")
     h, gm = torch.randn(M, F, generator=g, dtype=torch.float64), torch.randn(M, F, generator=g, dtype=torch.float64)
     loops = _Loops(cpu_pairs.library(), torch.float64)
+    i, j, d, seg = loops.order_pairs(i, j, d, segments(1, M), 25.6 / r_end)
+    assert seg.NS == 3 and seg.start.tolist()[::3] == [0, P] and bool((torch.diff(seg.start) > 0).all())
     ks, wts = loops.table_weights(src, d)
     assert torch.equal(ks < 0, d >= r_end) and bool((d >= r_end).any())
     m = torch.zeros(M, F, dtype=torch.float64)
-    loops.table_fwd(src, ks, wts, i, j, h, m)
+    loops.table_fwd(src, seg, ks, wts, i, j, h, m)
     W, dW = src.values_and_derivative(d)
     ref = torch.zeros(M, F, dtype=torch.float64).index_add_(0, i, W * h[j]).index_add_(0, j, W * h[i])
     assert torch.allclose(m, ref, rtol=1e-13, atol=1e-13)
     gh, gpos = torch.zeros(M, F, dtype=torch.float64), torch.zeros(M, 3, dtype=torch.float64)
-    loops.table_bwd(src, ks, wts, i, j, d, h, gm, pos, gh, gpos)
+    loops.table_bwd(src, seg, ks, wts, i, j, d, h, gm, pos, gh, gpos)
     gh_ref = torch.zeros(M, F, dtype=torch.float64).index_add_(0, j, W * gm[i]).index_add_(0, i, W * gm[j])
     dd = ((gm[i] * h[j] + gm[j] * h[i]) * dW).sum(-1)
     v = (pos[i] - pos[j]) * (dd / d).unsqueeze(-1)
@@ -173,3 +184,18 @@ def test_kept_pairs_and_distances_are_bitwise_those_of_the_pytorch_ops(fixture_a
             assert torch.equal(getattr(engines[0], name), getattr(engines[1], name)), name
     finally:
         model64.double()
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 70001])
+def test_tanh_kernel_within_4e7_of_float64_and_poison_stays_poison(n):
+    from flashschnet.fused.torch_engine import _Loops
+
+    loops = _Loops(cpu_pairs.library(), torch.float32)
+    g = torch.Generator().manual_seed(n)
+    x = torch.cat([torch.randn(n, generator=g) * 4.0, torch.tensor([0.0, -0.0, 1e-30, -1e-30, 7.9, -8.0, 30.0])])
+    y = loops.tanh(x)
+    ref = torch.tanh(x.double())
+    assert float(((y.double() - ref).abs() / ref.abs().clamp_min(1e-300)).max()) < 4e-7
+    odd = loops.tanh(torch.tensor([float("nan"), float("inf"), -float("inf")] * 3))
+    assert bool(odd[0::3].isnan().all())
+    assert float((odd[1::3] - 1.0).abs().max()) < 4e-7 and float((odd[2::3] + 1.0).abs().max()) < 4e-7

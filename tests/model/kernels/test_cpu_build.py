@@ -1,0 +1,31 @@
+"""flashschnet.kernels.cpu_build: a C source compiled once into the cache (keyed by source and flags) and loaded;
+a compiler error or a missing compiler is one OSError line."""
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+
+from flashschnet.kernels import cpu_build
+
+SOURCE = "int twice(int x) { return 2 * x; }\n"
+
+
+def test_built_once_then_reused(tmp_path):
+    lib = cpu_build.build(SOURCE, "twice", tmp_path)
+    assert lib.parent == tmp_path and lib.name.startswith("twice-") and ctypes.CDLL(str(lib)).twice(21) == 42
+    stamp = lib.stat().st_mtime_ns
+    assert cpu_build.build(SOURCE, "twice", tmp_path) == lib and lib.stat().st_mtime_ns == stamp
+    other = cpu_build.build(SOURCE, "twice", tmp_path, openmp=False)     # other flags: another file
+    assert other != lib and ctypes.CDLL(str(other)).twice(2) == 4
+
+
+def test_errors_are_one_line(tmp_path, monkeypatch):
+    with pytest.raises(OSError) as err:
+        cpu_build.compile_library(cpu_build.compiler(), cpu_build.FLAGS, tmp_path, "int f( {", "bad")
+    assert "failed" in str(err.value) and "\n" not in str(err.value)
+    assert not list(tmp_path.glob("bad-*.so"))
+    monkeypatch.setenv("CC", "")
+    monkeypatch.setattr(cpu_build.shutil, "which", lambda name: None)
+    with pytest.raises(OSError, match="no C compiler found"):
+        cpu_build.build(SOURCE, "twice", tmp_path / "other")
