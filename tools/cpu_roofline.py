@@ -25,10 +25,11 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None)
     p.add_argument("--quick", action="store_true", help="a tenth of the peak measurements' work (for the tests)")
     args = p.parse_args(argv)
-    from flashschnet.openmm.benchmark.cpu_roofline import kernels, machine, peaks, render
+    from flashschnet.openmm.benchmark.cpu_roofline import kernels, peaks, render
+    from flashschnet.openmm.benchmark.machine import run_machine
 
     peak = peaks(0.1 if args.quick else 1.0)
-    report = {"machine": machine(ROOT), "peaks": peak, "systems": []}
+    report = {"machine": run_machine(ROOT), "peaks": peak, "systems": []}
     for name in args.systems.split(","):
         for r in (int(x) for x in args.replicas.split(",")):
             for t in (int(x) for x in args.threads.split(",")):

@@ -19,10 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -52,11 +50,9 @@ def configs(protein: str, inner: str, scale: float):
 
 
 def machine() -> dict:
-    from flashschnet.openmm.benchmark.machine import cpu_model
+    from flashschnet.openmm.benchmark.machine import run_machine
 
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
-            "commit": commit.stdout.strip() or None, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    return run_machine(ROOT)
 
 
 def main(argv=None) -> int:

@@ -362,16 +362,6 @@ void tanh_f32(int64_t n, const float *restrict x, float *restrict out, int nthre
         memcpy(out + 8 * nv, &y, (size_t)(n - 8 * nv) * sizeof(float));
     }
 }
-
-/* the OpenMP runtime's thread count limit (1 where the library was built without OpenMP) */
-int omp_threads_available(void) {
-#ifdef _OPENMP
-    extern int omp_get_max_threads(void);
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
 """
 
 _LOCK = threading.Lock()
@@ -397,8 +387,6 @@ def _declare(lib) -> None:
             getattr(lib, f"{name}_{S}").restype = None
     lib.tanh_f32.argtypes = [i64, ptr, ptr, int_]
     lib.tanh_f32.restype = None
-    lib.omp_threads_available.argtypes = []
-    lib.omp_threads_available.restype = int_
 
 
 def library():

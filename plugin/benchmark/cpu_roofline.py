@@ -20,11 +20,7 @@ the measured one. :func:`render`: the Markdown of a report.
 from __future__ import annotations
 
 import ctypes
-import os
-import platform
-import subprocess
 import time
-from pathlib import Path
 
 
 PEAK_SOURCE = r"""
@@ -179,15 +175,6 @@ def kernels(name: str, replicas: int, threads: int, peak: dict) -> dict:
     return {"system": name, "replicas": replicas, "threads": threads, "beads": int(pos.shape[1]), "features": F,
             "blocks": blocks, "pairs": pairs, "call_ms": call * 1e3, "pair_loops_ms": loops_ms,
             "kernels": rows}
-
-
-def machine(root: Path) -> dict:
-    """The CPU, cores, Python, the date and the commit of the checkout ``root``."""
-    from .machine import cpu_model
-
-    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
-            "commit": commit.stdout.strip() or None, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
 def render(report: dict) -> str:

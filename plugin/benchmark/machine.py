@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import os
 import platform as _platform
-from typing import Any, Dict
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Dict, Union
 
 
 def cpu_model() -> str:
@@ -46,3 +49,11 @@ def machine_info(device: str, threads: int) -> Dict[str, Any]:
     except Exception:
         info["openmm_version"] = None
     return info
+
+
+def run_machine(root: Union[str, Path]) -> Dict[str, Any]:
+    """The ``machine`` record of a maintainer's benchmark run (``tools/``): CPU, cores, Python, the UTC date and
+    the short commit of the checkout ``root`` (None outside a git checkout)."""
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "python": _platform.python_version(),
+            "commit": commit.stdout.strip() or None, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}

@@ -24,3 +24,16 @@ def test_machine_section_of_a_cpu_run():
         assert info["openmm_version"] is None
     else:
         assert info["openmm_version"] == openmm.version.version
+
+
+def test_run_machine_names_the_checkouts_commit(tmp_path):
+    import subprocess
+
+    from tests.conftest import ROOT
+    from flashschnet.openmm.benchmark.machine import run_machine
+
+    info = run_machine(ROOT)
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    assert info["commit"] == (head.stdout.strip() or None) and info["cpu"] == cpu_model()
+    assert info["cores"] == os.cpu_count() and info["python"] == platform.python_version()
+    assert info["date"].endswith(" UTC") and run_machine(tmp_path)["commit"] is None       # not a checkout
