@@ -23,6 +23,7 @@ import torch
 from ..neighbors import VerletList
 from ..nn.table import difference_rows, hermite_matrix
 from ..nn.layout import BasisSpec, FilterWeights, TableWeights, is_table
+from .node_ops import TORCH_NODE_OPS, CNodeOps
 from .nodes import energy_forces_scaled
 
 
@@ -244,12 +245,6 @@ class _Loops:
         self.tfwd(seg.R, seg.N, seg.SB, seg.NS, self._p(seg.start), F, src.Q, self._p(ks), self._p(wts), self._p(i),
                   self._p(j), self._p(src.rows), self._p(h), self._p(m), self._p(part), torch.get_num_threads())
 
-    def tanh(self, x: torch.Tensor) -> torch.Tensor:
-        """``tanh(x)`` of a contiguous float32 tensor (``tanh_f32``)."""
-        out = torch.empty_like(x)
-        self.lib.tanh_f32(x.numel(), self._p(x), self._p(out), torch.get_num_threads())
-        return out
-
     def table_bwd(self, src: "TableFilter", seg: Segments, ks, wts, i, j, d, h, gm, pos, gh, gpos):
         F = h.shape[1]
         part, ppos = self._part(seg.partial_rows, F), self._part(seg.partial_rows, 3)
@@ -277,7 +272,9 @@ class TorchPairEngine:
     fused_loops : bool or None
         Run the pair loops (gather, multiply, scatter; a tabulated filter's lookup) as the fused C kernels of
         :mod:`flashschnet.kernels.cpu_pairs` on CPU tensors (True: required; None, the default: when they can be
-        built here) or as PyTorch ops (False; always on other devices). Same arithmetic either way.
+        built here) or as PyTorch ops (False; always on other devices). Same arithmetic either way. The node
+        pass's dense layers follow the same choice for float32 (:mod:`flashschnet.kernels.cpu_nodes`: their
+        products round in another order than PyTorch's).
     """
 
     #: a step reads pair-list sizes back to the host: it cannot be captured in a CUDA graph
@@ -291,6 +288,7 @@ class TorchPairEngine:
         self._sources = None
         self.fused_loops = fused_loops
         self.loops: Optional[_Loops] = None
+        self.node_ops = TORCH_NODE_OPS
         self._radial = None
         self._table_weights: dict = {}
 
@@ -316,6 +314,7 @@ class TorchPairEngine:
                     raise RuntimeError("fused_loops=True but the fused CPU pair kernels could not be built "
                                        "(see the log)")
                 self.loops = None if lib is None else _Loops(lib, positions.dtype)
+            self.node_ops = self._node_ops(positions)
         nl = self.verlet.get(positions)
         # Only the pairs inside the graph cutoff go on: the chunks -- and with them every matrix product's
         # shape and every summation order -- are then a function of the positions alone, not of where the
@@ -345,13 +344,18 @@ class TorchPairEngine:
         self._radial = None
         self._table_weights = {}
 
-    def tanh(self, x: torch.Tensor) -> torch.Tensor:
-        """The node pass's activation (:func:`~flashschnet.fused.nodes.energy_forces_fused` asks its engine): the
-        fused kernel for float32 on the CPU (within 4e-7 of tanh, ~6x faster than PyTorch's there), else
-        ``torch.tanh``."""
-        if self.loops is None or x.dtype != torch.float32 or x.device.type != "cpu":
-            return torch.tanh(x)
-        return self.loops.tanh(x.contiguous())
+    def _node_ops(self, positions: torch.Tensor):
+        """The node pass's dense layers (:mod:`~flashschnet.fused.node_ops`), chosen with the pair loops: the
+        fused C kernels for float32 on a CPU (``fused_loops`` True: required; None: when they build here), else
+        PyTorch's ops."""
+        if self.fused_loops is False or positions.device.type != "cpu" or positions.dtype != torch.float32:
+            return TORCH_NODE_OPS
+        from ..kernels.cpu_nodes import library
+
+        lib = library()
+        if lib is None and self.fused_loops:
+            raise RuntimeError("fused_loops=True but the fused CPU node kernels could not be built (see the log)")
+        return TORCH_NODE_OPS if lib is None else CNodeOps(lib)
 
     def _weights_of(self, src: "TableFilter"):
         """The fused loops' interval and Hermite weights of this step's pairs for ``src``'s knots (computed by the

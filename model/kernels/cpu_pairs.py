@@ -52,26 +52,15 @@ import threading
 from typing import Optional
 
 from .cpu_build import build, cache_dir
+from .cpu_vector import PRELUDE
 
 _log = logging.getLogger("flashschnet")
 
-SOURCE = r"""
-#include <stdint.h>
-#include <math.h>
-#include <string.h>
-
+SOURCE = PRELUDE + r"""
 #define FMA_f32 fmaf
 #define FMA_f64 fma
 #define SQRT_f32 sqrtf
 #define SQRT_f64 sqrt
-#define AI __attribute__((always_inline))
-
-/* one 256-bit vector of channels (GCC/clang vector extensions: AVX2 here, two 128-bit halves on NEON/SSE);
-   may_alias + element alignment: loads straight from the rows; a * b + c contracts to one fused multiply-add */
-typedef float vec_f32 __attribute__((vector_size(32), aligned(4), may_alias));
-typedef double vec_f64 __attribute__((vector_size(32), aligned(8), may_alias));
-#define VL_f32 8
-#define VL_f64 4
 
 /* run CALL with F, Q as the literals FF, QQ when they match, else GENERIC */
 #define SPEC1(CALL, F_, Q_) if (F == F_ && Q == Q_) { enum { FF = F_, QQ = Q_ }; CALL; } else
@@ -332,36 +321,6 @@ void table_bwd_##S(int64_t R_, int64_t N, int64_t SB, int64_t NS, const int64_t 
 KERNELS(float, f32)
 KERNELS(double, f64)
 
-typedef int32_t ivec_f32 __attribute__((vector_size(32)));
-static inline AI vec_f32 tanh_vec(vec_f32 x) {
-    const float lim = 7.90531110763549805f;
-    const vec_f32 hi = {lim, lim, lim, lim, lim, lim, lim, lim}, lo = -hi;
-    ivec_f32 below = x < lo, above = x > hi;                 /* (a NaN is neither: it stays NaN) */
-    vec_f32 v = (vec_f32)((below & (ivec_f32)lo) | (above & (ivec_f32)hi) | (~(below | above) & (ivec_f32)x));
-    vec_f32 v2 = v * v;
-    vec_f32 p = v2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
-    p = v2 * p - 8.60467152213735e-11f; p = v2 * p + 5.12229709037114e-08f; p = v2 * p + 1.48572235717979e-05f;
-    p = v2 * p + 6.37261928875436e-04f; p = v2 * p + 4.89352455891786e-03f;
-    vec_f32 q = v2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
-    q = v2 * q + 2.26843463243900e-03f; q = v2 * q + 4.89352518554385e-03f;
-    return (v * p) / q;
-}
-
-/* out = tanh(x), n floats: the rational minimax approximation of Eigen's float tanh (odd degree 13 over even
-   degree 6 on [-7.9053, 7.9053], clamped outside; at most 4e-7 relative error, measured against float64 tanh by
-   the tests), 8 lanes at a time (the last < 8 through a padded vector: the same arithmetic); PyTorch's float
-   tanh on this CPU takes 3.3 ns per element. Each element alone: any threads. */
-void tanh_f32(int64_t n, const float *restrict x, float *restrict out, int nthreads) {
-    int64_t nv = n / 8;
-    _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(n >= 65536)")
-    for (int64_t b = 0; b < nv; ++b) *(vec_f32 *)(out + 8 * b) = tanh_vec(*(const vec_f32 *)(x + 8 * b));
-    if (n > 8 * nv) {
-        float buf[8] = {0};
-        memcpy(buf, x + 8 * nv, (size_t)(n - 8 * nv) * sizeof(float));
-        vec_f32 y = tanh_vec(*(const vec_f32 *)buf);
-        memcpy(out + 8 * nv, &y, (size_t)(n - 8 * nv) * sizeof(float));
-    }
-}
 """
 
 _LOCK = threading.Lock()
@@ -385,8 +344,6 @@ def _declare(lib) -> None:
                                                    ptr, ptr, ptr, ptr, ptr, ptr, ptr, int_]
         for name in ("msg_fwd", "msg_bwd", "order_pairs", "table_weights", "table_fwd", "table_bwd"):
             getattr(lib, f"{name}_{S}").restype = None
-    lib.tanh_f32.argtypes = [i64, ptr, ptr, int_]
-    lib.tanh_f32.restype = None
 
 
 def library():

@@ -1,4 +1,4 @@
-"""The CPU roofline of :mod:`flashschnet.kernels.cpu_pairs` (``python tools/cpu_roofline.py`` runs it, docs/benchmarks.md
+"""The CPU roofline of the fused C kernels (``python tools/cpu_roofline.py`` runs it, docs/benchmarks.md
 "CPU roofline").
 
 First the core's peaks, measured by small C loops built with the pair kernels' compiler and flags (:func:`peaks`):
@@ -13,7 +13,9 @@ values per knot):
   ``m_j``) and ``2F`` stores per pair;
 * ``table_bwd``: ``F (8Q + 7)`` FLOPs, ``F (2Q + 6)`` loads and ``2F`` stores;
 
-(pairs beyond the table's range are skipped and not counted). The bound of a kernel is the slower of its FLOPs
+(pairs beyond the table's range are skipped and not counted); and one node layer of
+:mod:`flashschnet.kernels.cpu_nodes` (``dense_tanh``: ``[M, F] x [F, F]``, ``2 M F^2`` FLOPs, per 96
+multiply-adds of a register block two 16-float loads and six broadcasts). The bound of a kernel is the slower of its FLOPs
 at the FMA peak and its loads at the L1 load bandwidth (both times the threads); "of bound" is that time over
 the measured one. :func:`render`: the Markdown of a report.
 """
@@ -122,10 +124,12 @@ def _best(f, seconds: float = 0.3) -> float:
 
 
 def kernels(name: str, replicas: int, threads: int, peak: dict) -> dict:
-    """One system's step: the whole network call and each table kernel alone, with their roofline."""
+    """One system's step: the whole network call and each table kernel alone, with their roofline, and one of
+    the node pass's dense layers (``dense_tanh``, ``[M, F] x [F, F]``; not part of the pair loops' total)."""
     import torch
 
     import flashschnet.fused.torch_engine as te
+    from flashschnet.fused.node_ops import CNodeOps
     from flashschnet.openmm.benchmark.measure import positions
 
     torch.set_num_threads(threads)
@@ -159,19 +163,26 @@ def kernels(name: str, replicas: int, threads: int, peak: dict) -> dict:
                                   loops.table_bwd(src, eng.seg, ks, wts, eng.i, eng.j, eng.d, h, gm, eng.pos, gh, gp))}
     work = {"table_fwd": (F * (4 * Q + 3), F * (2 * Q + 4) * size, 2 * F * size),
             "table_bwd": (F * (8 * Q + 7), F * (2 * Q + 6) * size, 2 * F * size)}
+    if isinstance(eng.node_ops, CNodeOps):
+        # one node layer, [M, F] x [F, F] with its tanh: per 6 x 16 register block and input, two 16-float
+        # vector loads of the packed weights and six broadcasts of the rows for 96 multiply-adds
+        W, b = torch.randn(F, F, generator=g) / F ** 0.5, torch.randn(F, generator=g)
+        runs["dense_tanh"] = lambda: eng.node_ops.dense_tanh(h, W, b)
+        macs = M * F * F
+        work["dense_tanh"] = (2 * macs, macs * (2 * 16 + 6) * size / 96, M * F * size)
     rows = []
     for kernel, f in runs.items():
         t = _best(f)
         row = {"kernel": kernel, "ms": t * 1e3, "per_step": blocks if kernel.startswith("table_") else 1}
         if kernel in work:
-            flops, loads, stores = (x * pairs for x in work[kernel])
+            flops, loads, stores = work[kernel] if kernel == "dense_tanh" else (x * pairs for x in work[kernel])
             t_flops = flops / (peak["fma_gflops"] * 1e9 * threads)
             t_loads = loads / (peak["load_gbs_L1"] * 1e9 * threads)
             row.update(gflops=flops / t / 1e9, load_gbs=loads / t / 1e9, store_gbs=stores / t / 1e9,
                        of_fma_peak=t_flops / t, of_l1_loads=t_loads / t,
                        bound="FMA" if t_flops >= t_loads else "L1 loads", of_bound=max(t_flops, t_loads) / t)
         rows.append(row)
-    loops_ms = sum(r["ms"] * r["per_step"] for r in rows)
+    loops_ms = sum(r["ms"] * r["per_step"] for r in rows if r["kernel"] != "dense_tanh")
     return {"system": name, "replicas": replicas, "threads": threads, "beads": int(pos.shape[1]), "features": F,
             "blocks": blocks, "pairs": pairs, "call_ms": call * 1e3, "pair_loops_ms": loops_ms,
             "kernels": rows}

@@ -1,5 +1,5 @@
 """tools/cpu_roofline.py (docs/cpu-roofline.json), run as a program on trp-cage, one replica, one thread: the
-core's peaks and each table kernel's rates, with the kernel's work counted from its loops."""
+core's peaks and each table kernel's rates (and one node layer's), with the kernel's work counted from its loops."""
 from __future__ import annotations
 
 import json
@@ -23,8 +23,11 @@ def test_quick_roofline_of_trpcage(tmp_path):
     assert system["features"] == 64 and system["blocks"] == 2 and system["pairs"] > 1000
     assert 0 < system["pair_loops_ms"] < system["call_ms"]
     rows = {k["kernel"]: k for k in system["kernels"]}
-    assert set(rows) == {"order_pairs", "table_weights", "table_fwd", "table_bwd"}
-    for name in ("table_fwd", "table_bwd"):
+    assert set(rows) == {"order_pairs", "table_weights", "table_fwd", "table_bwd", "dense_tanh"}
+    assert rows["dense_tanh"]["bound"] == "FMA"         # a node layer: 2 M F^2 FLOPs, not part of the pair loops
+    assert system["pair_loops_ms"] == sum(k["ms"] * k["per_step"] for k in system["kernels"]
+                                          if k["kernel"] != "dense_tanh")
+    for name in ("table_fwd", "table_bwd", "dense_tanh"):
         k = rows[name]
         assert k["gflops"] > 0 and k["bound"] in ("FMA", "L1 loads") and 0 < k["of_bound"] < 3
         assert abs(k["of_bound"] - max(k["of_fma_peak"], k["of_l1_loads"])) < 1e-9
