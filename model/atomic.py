@@ -65,6 +65,17 @@ def remove_quietly(path: str) -> None:
         pass
 
 
+def same_file(a, b) -> bool:
+    """Whether paths ``a`` and ``b`` name one file: the same existing file (links and other spellings included),
+    or the same absolute path. An output that is one of its command's inputs is refused with this."""
+    if not a or not b:
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(os.fspath(a)) == os.path.abspath(os.fspath(b))
+
+
 @contextlib.contextmanager
 def atomic_write(path, mode: str = "wb", what: str = "writing", option: str = "--out", unique: bool = False,
                  **open_kwargs) -> Iterator:

@@ -5,16 +5,19 @@ PyTorch's forward-mode autograd is loaded, and 1-2 s in a fresh process (mostly 
 model file with one table setting needs the same tables, so :func:`cached_tables` keeps them, one file per key::
 
     $FLASHSCHNET_CACHE_DIR/tables/        (default ~/.cache/flashschnet/tables/)
-        v1-<the model file's sha256>-quintic-float32-256.pt
+        v2-<the model file's sha256>-quintic-float32-256.pt
 
 * **Key**: the model file's sha256 (its bytes, not its path: a copied or moved file hits, an edited one misses),
   the interpolant, the knots, the table dtype and :data:`FORMAT_VERSION` (raised whenever the tables one model
-  gives would change).
+  gives, or what an entry holds, would change).
 * **Entry**: plain data, ``{"format", "format_version", "teacher_sha256", "compression": {kind, knots, dtype},
-  "tables": [...], "scales": [...]}``, read with ``torch.load(weights_only=True)`` (no code in it runs) and checked:
-  format, version, the teacher's sha256 and the spec equal to the key's, one table and one scale per interaction
-  block of the shapes and dtypes the model needs, finite values. An entry that fails any check is never used: the
-  tables are built again and the entry rewritten, with one note saying so.
+  "tables": [...], "scales": [...], "payload_sha256"}``, read with ``torch.load(weights_only=True)`` (no code in it
+  runs) and checked: format, version, the teacher's sha256 and the spec equal to the key's, the payload's sha256
+  (:func:`payload_sha256`: every table's and scale's dtype, shape and bytes, in order) equal to the one written
+  with it -- a flipped bit or a zeroed block in the numbers still decodes to finite tables, and only this catches
+  it --, one table and one scale per interaction block of the shapes and dtypes the model needs, finite values.
+  An entry that fails any check is never used: the tables are built again and the entry rewritten, with one note
+  saying so.
 * **Writes**: a temporary file of the writer's own in the cache folder, renamed over the entry
   (:func:`flashschnet.atomic.atomic_write` with ``unique=True``). Runs that start together may both build and
   write; the last rename wins whole, and a reader sees a complete entry or none.
@@ -35,7 +38,7 @@ from .errors import InputError
 
 #: the entries' format name and version (a change to what a model's tables are raises the version: new keys)
 FORMAT = "flashschnet-filter-tables"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 #: the environment variable naming flashschnet's cache folder (the tables go in its ``tables/``)
 CACHE_ENV = "FLASHSCHNET_CACHE_DIR"
 
@@ -63,6 +66,16 @@ def file_sha256(path: str) -> str:
                 h.update(block)
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+    return h.hexdigest()
+
+
+def payload_sha256(tensors) -> str:
+    """sha256 (hex) of a sequence of tensors: each one's dtype, shape and bytes (CPU, contiguous), in order."""
+    h = hashlib.sha256()
+    for t in tensors:
+        t = t.detach().cpu().contiguous()
+        h.update(f"{t.dtype}{tuple(t.shape)};".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
 
 
@@ -117,9 +130,10 @@ class FilterTables:
 
     def to_entry(self) -> Dict[str, object]:
         """The cache file's plain-data dict."""
+        tables, scales = [t for t, _ in self.tables], [s for _, s in self.tables]
         return {"format": FORMAT, "format_version": FORMAT_VERSION, "teacher_sha256": self.teacher_sha256,
-                "compression": dict(self.spec), "tables": [t for t, _ in self.tables],
-                "scales": [s for _, s in self.tables]}
+                "compression": dict(self.spec), "tables": tables, "scales": scales,
+                "payload_sha256": payload_sha256(tables + scales)}
 
 
 def _from_entry(obj: Dict[str, object], sha256: str, spec: Mapping[str, object], path: str) -> FilterTables:
@@ -132,8 +146,11 @@ def _from_entry(obj: Dict[str, object], sha256: str, spec: Mapping[str, object],
     if obj.get("compression") != dict(spec):
         raise InputError(f"tables {obj.get('compression')}, not {dict(spec)}")
     tables, scales = obj.get("tables"), obj.get("scales")
-    if not isinstance(tables, list) or not isinstance(scales, list) or len(tables) != len(scales):
+    if not isinstance(tables, list) or not isinstance(scales, list) or len(tables) != len(scales) or \
+            not all(isinstance(t, torch.Tensor) for t in tables + scales):
         raise InputError("no list of tables and scales")
+    if obj.get("payload_sha256") != payload_sha256(tables + scales):
+        raise InputError("its tables' checksum does not match the one written with them: the file is damaged")
     return FilterTables(spec=dict(spec), tables=list(zip(tables, scales)), teacher_sha256=sha256,
                         origin=f"from the cache in {os.path.dirname(path)}")
 

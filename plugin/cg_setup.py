@@ -21,7 +21,7 @@ from ..tablecache import FilterTables
 from ..torchscript import keep_one_plan
 from ..transforms import describe, describe_compression
 from .cleaning import CleanedStructure, clean_pdb
-from .dynamics import Dynamics, load_inner_for
+from .dynamics import Dynamics, check_teacher, load_inner_for
 from .energies import ReplicaEnergies
 from .force import OpenMMNetwork, network_module
 from .runner import flag
@@ -82,7 +82,12 @@ def load_inputs(s, echo: Callable[[str], None] = lambda m: None, structure: Opti
         echo(f"note: {NO_PRIORS_NOTE}")
     else:
         priors.check_applies_to(mol)
-    dynamics = s.dynamics(load_inner_for(s.mts, mol) if s.mts else None)     # (checked before the model's notes)
+    inner = load_inner_for(s.mts, mol) if s.mts else None
+    if inner is not None:
+        teacher_note = check_teacher(inner, s.mts, s.model, accept=bool(s.mts_any_teacher))
+        if teacher_note:
+            echo(f"note: {teacher_note}")
+    dynamics = s.dynamics(inner)                  # (checked before the model's notes)
     for note in model.notes:
         echo(f"note: {note}")
     if dynamics.mts:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
@@ -69,6 +69,7 @@ class CompareSettings:
     dt_fs: float = FLASHSCHNET_DT_FS     # FlashSchNet's step, fs (with mts: the inner step)
     mts: Optional[str] = None            # FlashSchNet with distilled multiple time stepping: the inner model file
     outer_dt_fs: Optional[float] = None  # ... and its outer step, fs (required with mts)
+    mts_any_teacher: bool = False        # ... accepted though distilled from another model file
 
     def steps(self, ns: float, dt_fs: float) -> tuple:
         """(steps, report interval) for ``ns`` at ``dt_fs``: ``frames`` frames, steps a multiple of the interval."""
@@ -294,8 +295,8 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
             raise InputError("--replicas and --frames must be >= 1 and the simulated times positive")
         if s.workers is not None and not 1 <= s.workers <= s.replicas:
             raise InputError(f"--workers {s.workers}: must be between 1 and --replicas ({s.replicas})")
-        from ..checkpoint import load_model
         from ..limits import check_replicas
+        from .cg_setup import load_inputs
         from .martini.run import MartiniSettings, run_martini
         from .runner import make_run_dir
         from .simulate import RunSettings, run
@@ -309,17 +310,17 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
         flash = RunSettings(pdb=s.pdb, model=s.model, out=dirs["flashschnet"], steps=0, replicas=s.replicas,
                             platform=s.platform, seed=s.seed, dt_fs=s.dt_fs, priors=s.priors,
                             backend=s.backend, compress=s.compress, threads=s.threads if workers == 1 else None,
-                            workers=workers if workers > 1 else None, mts=s.mts, outer_dt_fs=s.outer_dt_fs)
+                            workers=workers if workers > 1 else None, mts=s.mts, outer_dt_fs=s.outer_dt_fs,
+                            mts_any_teacher=s.mts_any_teacher)
         flash.steps, flash.report_interval = s.steps(s.flashschnet_ns, flash.step_fs)
         martini.validate()
         flash.validate()
-        model = load_model(s.model)
         cleaned = clean_pdb(s.pdb)             # what both runs will map (each cleans the PDB the same way)
-        check_replicas(s.replicas, cleaned.molecule(model.config.get("cg_mapping") or "5bead").n_beads)
-        if s.priors:
-            from ..priors import load_priors
-
-            load_priors(s.priors)
+        # FlashSchNet's inputs as its run will load them -- the model and its filter tables, the mapping, the
+        # priors against the structure, the inner model against the structure and its teacher -- before MARTINI
+        # (on a copy: the run resolves its own settings)
+        inputs = load_inputs(replace(flash), structure=cleaned)
+        check_replicas(s.replicas, inputs.mol.n_beads)
         make_run_dir(out)
         echo(f"MARTINI 3: {martini.steps} steps of {MARTINI_DT_FS:g} fs")
         run_martini(martini, progress=progress, echo=echo)

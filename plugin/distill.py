@@ -14,7 +14,6 @@ The inner model is written whole or not at all (:func:`flashschnet.distill.save_
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -23,10 +22,12 @@ from typing import Callable, Dict, Optional
 import numpy as np
 import torch
 
+from ..atomic import same_file
 from ..distill import InnerModel, fit, force_error, save_inner, template_for
 from ..errors import InputError, SimulationInstabilityError
 from ..limits import check_finite, check_seed, check_threads
 from ..options import ModelOptions, prepare_model
+from ..tablecache import file_sha256
 
 
 @dataclass(kw_only=True)
@@ -77,14 +78,10 @@ class DistillSettings:
         check_seed(self.seed, "--seed")
         check_threads(self.threads, "--threads")
         self.options.validate()
-
-
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        for option, given in (("--model (the teacher)", self.model), ("PDB", self.pdb)):
+            if same_file(self.out, given):
+                raise InputError(f"--out {self.out} is the {option} itself: the inner model would be written over "
+                                 f"its own input (--force or not); choose another file")
 
 
 def sample_frames(system, mol, s: DistillSettings, echo: Callable[[str], None]) -> np.ndarray:
@@ -160,7 +157,7 @@ def distill(s: DistillSettings, echo: Callable[[str], None] = print) -> InnerMod
     t0 = time.perf_counter()
     f_train, f_test = network_forces(model, mol, train), network_forces(model, mol, test)
     f_pert = network_forces(model, mol, perturbed) if perturbed is not None else None
-    teacher = {"path": os.path.abspath(s.model), "sha256": _sha256(s.model), "options": asdict(s.options)}
+    teacher = {"path": os.path.abspath(s.model), "sha256": file_sha256(s.model), "options": asdict(s.options)}
     template = template_for(priors, train, mol.n_beads, s.bond_degree, s.angle_degree, s.harmonics,
                             units=dict(model.network.units), fingerprint=mol.fingerprint())
     inner = fit(template, train, f_train, perturbed, f_pert, weight=s.weight if perturbed is not None else 0.0)

@@ -153,3 +153,26 @@ def load_inner_for(path: str, mol):
     inner = load_inner(path)
     inner.check_applies_to(mol, source=str(path))
     return inner
+
+
+#: the option that accepts an inner model distilled from another model file
+ANY_TEACHER_FLAG = "--mts-any-teacher"
+
+
+def check_teacher(inner, inner_path: str, model_path: str, accept: bool = False) -> Optional[str]:
+    """Whether the inner model ``inner`` (of ``--mts inner_path``) was distilled from the bytes of ``--model
+    model_path`` (the teacher's sha256 ``flashschnet-distill`` records): None when it was; when it was not (or
+    records no teacher), an :class:`InputError` -- its forces would be subtracted from another network's, and the
+    outer step would carry the difference -- or, with ``accept`` (:data:`ANY_TEACHER_FLAG`), the note to print."""
+    from ..tablecache import file_sha256
+
+    teacher = (getattr(inner, "meta", None) or {}).get("teacher") or {}
+    want = teacher.get("sha256")
+    if want is not None and want == file_sha256(model_path):
+        return None
+    told = (f"was distilled from {teacher.get('path') or 'another model file'} (sha256 {want[:12]}), not from "
+            f"--model {model_path}" if want else "records no teacher model (not made by flashschnet-distill?)")
+    if accept:
+        return f"--mts {inner_path} {told}; used anyway ({ANY_TEACHER_FLAG})"
+    raise InputError(f"--mts {inner_path} {told}; distill an inner model from this model (flashschnet-distill) or "
+                     f"pass {ANY_TEACHER_FLAG} to use it anyway")

@@ -76,7 +76,7 @@ DEFAULT_TEMPERATURE_K = 300.0
 #: run.json files written before a setting existed resume with its default
 _DEFAULTS_OF_NEWER_KEYS = {"quantize": "none", "on_blowup": "stop", "matmul": "auto", "compress": "none",
                            "compress_knots": None, "temperatures": None, "exchange_interval": 500, "blocks": None,
-                           "mts": None, "outer_dt_fs": None}
+                           "mts": None, "outer_dt_fs": None, "mts_any_teacher": False}
 
 
 @dataclass(kw_only=True)
@@ -111,6 +111,7 @@ class RunSettings(DynamicsSettings):
     scheduler: Optional[str] = None                # an existing Dask scheduler's address
     mts: Optional[str] = None                      # an inner model file (flashschnet-distill): multiple time stepping
     outer_dt_fs: Optional[float] = None            # with mts (and only then, no default): the outer step, fs
+    mts_any_teacher: bool = False                  # with mts: accept an inner model distilled from another model
 
     #: a CG run's platform when none is given: Reference, not CPU. OpenMM's CPU platform hands each of its kernels
     #: to worker threads; for a CG System (tens to hundreds of beads, the network in PyTorch) those hand-offs cost
@@ -172,6 +173,8 @@ class RunSettings(DynamicsSettings):
         if self.on_blowup not in ON_BLOWUP:
             raise InputError(f"{flag('on_blowup')} must be {' or '.join(ON_BLOWUP)}, got {self.on_blowup!r}")
         check_mts(self.mts, self.outer_dt_fs, self.step_fs, self.dt_fs, self.MAX_DT_FS)
+        if self.mts_any_teacher and not self.mts:
+            raise InputError("--mts-any-teacher applies to an inner model (--mts); there is none")
         if self.ensemble:
             self._validate_ensemble()
 

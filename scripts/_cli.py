@@ -68,6 +68,14 @@ SEED = int_type(1, 2**31 - 1)
 THREADS = int_type(1, 1024)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors are one line, ``PROG: error: MESSAGE (PROG --help: the options)``,
+    exit status 2 -- like every other error of the commands -- instead of argparse's usage block above it."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help: the options)\n")
+
+
 def check_output_file(path: str, option: str) -> None:
     """An output file can be written at ``path``: not empty, not a directory, its folder exists (or can be
     created: it is, here); raises InputError naming ``option``."""

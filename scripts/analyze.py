@@ -25,7 +25,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from ._cli import exit_statuses, finish, float_type, int_type, require_extras
+from ._cli import Parser, exit_statuses, finish, float_type, int_type, require_extras
 
 #: a frame stride (a positive C int) and free-energy bins per axis (a 1000 x 1000 histogram at most)
 COUNT = int_type(1, 2**31 - 1)
@@ -44,7 +44,7 @@ def replica_list(text: str) -> List[int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="flashschnet-analyze",
         epilog=exit_statuses(),
         description="Analyse a run directory of flashschnet-simulate or flashschnet-martini: potential energy and "

@@ -19,11 +19,11 @@ import argparse
 import sys
 from typing import List, Optional
 
-from ._cli import exit_statuses, finish, float_type, int_type
+from ._cli import Parser, exit_statuses, finish, float_type, int_type
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="flashschnet-backmap",
         epilog=exit_statuses(),
         description="Rebuild all-atom structures from CG frames of the 5-bead mapping (beads N, CA, CB, C, O) or "

@@ -32,7 +32,7 @@ from typing import Any, Dict, List, Optional
 
 from flashschnet.names import COMPRESSIONS, DEFAULT_KNOTS, MATMULS, NETWORK_FORCES, PRECISIONS, VARIANTS
 
-from ._cli import (THREADS, backend_list, check_output_file, exit_statuses, float_type, int_type, name_list,
+from ._cli import (Parser, THREADS, backend_list, check_output_file, exit_statuses, float_type, int_type, name_list,
                    write_failure)
 
 PROG = "flashschnet-benchmark"
@@ -61,7 +61,7 @@ def _compression_list(text: str) -> List[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog=PROG,
         epilog=exit_statuses(),
         description="Benchmark the CGSchNet backends (energy+forces per call, peak memory, ns/day) side by side, "

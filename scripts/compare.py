@@ -17,11 +17,11 @@ from typing import List, Optional
 
 from flashschnet.names import BACKENDS, COMPRESSIONS
 
-from ._cli import exit_statuses, finish, require_extras
+from ._cli import Parser, exit_statuses, finish, require_extras
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="flashschnet-compare",
         epilog=exit_statuses("3 a simulation blew up"),
         description="Run the same all-atom PDB as MARTINI 3 (flashschnet-martini, 20 fs) and with a FlashSchNet "
@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mts", default=None, metavar="INNER_MODEL",
                    help="run FlashSchNet with distilled multiple time stepping: an inner model of --model on this PDB "
                         "(flashschnet-distill)")
+    p.add_argument("--mts-any-teacher", action="store_true",
+                   help="use an --mts inner model distilled from another model file than --model (refused otherwise)")
     p.add_argument("--dt", type=float, default=4.0, metavar="FS",
                    help="FlashSchNet's time step in fs (default 4); with --mts the inner step")
     p.add_argument("--outer-dt", type=float, default=None, metavar="FS",
@@ -90,7 +92,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         flashschnet_ns=args.flashschnet_ns, replicas=args.replicas, frames=args.frames, platform=args.platform,
         seed=args.seed, threads=args.threads, workers=args.workers, priors=args.priors, backend=args.backend,
         compress=args.compress,
-        analyse_only=args.analyse_only, go=args.go, dt_fs=args.dt, mts=args.mts, outer_dt_fs=args.outer_dt)
+        analyse_only=args.analyse_only, go=args.go, dt_fs=args.dt, mts=args.mts, outer_dt_fs=args.outer_dt,
+        mts_any_teacher=args.mts_any_teacher)
 
     def summary(result) -> str:
         m, f = result["martini"]["speed"]["ns_per_day"], result["flashschnet"]["speed"]["ns_per_day"]

@@ -14,11 +14,11 @@ import os
 import sys
 from typing import List, Optional
 
-from ._cli import check_output_file, exit_statuses, finish
+from ._cli import Parser, check_output_file, exit_statuses, finish
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="flashschnet-convert",
         epilog=exit_statuses(),
         description="Convert a pickled mlcg model (a SumOut of a StandardSchNet and prior terms, as mlcg-combine_model "

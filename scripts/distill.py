@@ -17,11 +17,11 @@ from typing import List, Optional
 
 from flashschnet.names import BACKENDS, COMPRESSIONS
 
-from ._cli import SEED, THREADS, check_output_file, exit_statuses, finish, float_type, int_type
+from ._cli import Parser, SEED, THREADS, check_output_file, exit_statuses, finish, float_type, int_type
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="flashschnet-distill",
         epilog=exit_statuses("3 the full model blew up while sampling frames"),
         description="Distil an inner model for distilled multiple time stepping (DMTS): run the full model (priors "
@@ -74,8 +74,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         from flashschnet.options import ModelOptions
 
         check_output_file(args.out, "--out")
-        if os.path.exists(args.out) and not args.force:
-            raise InputError(f"--out {args.out}: exists; choose another file or pass --force")
         options = ModelOptions(backend=args.backend)
         if args.compress is not None:
             options.compress = args.compress
@@ -85,6 +83,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                                    weight=args.weight, holdout=args.holdout, seed=args.seed, threads=args.threads,
                                    bond_degree=args.bond_degree, angle_degree=args.angle_degree,
                                    harmonics=args.harmonics, options=options)
+        settings.validate()                         # (an --out that is an input is refused, --force or not)
+        if os.path.exists(args.out) and not args.force:
+            raise InputError(f"--out {args.out}: exists; choose another file or pass --force")
         return distill(settings, echo=echo)
 
     def summary(inner) -> str:

@@ -27,7 +27,7 @@ import json
 import sys
 from typing import Any, Dict, List, Optional
 
-from ._cli import check_output_file, float_type, write_failure
+from ._cli import Parser, check_output_file, float_type, write_failure
 
 PROG = "flashschnet-doctor"
 
@@ -35,7 +35,7 @@ EXIT_OK, EXIT_BROKEN, EXIT_USAGE, EXIT_FALLBACK_ONLY = 0, 1, 2, 3
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog=PROG,
         description="Check what of flashschnet works on this machine (versions, OpenMM platforms and plugin load "
                     "failures, TorchForce and PythonForce on each platform, the backends on each device) and say "

@@ -17,7 +17,7 @@ import math
 import sys
 from typing import List, Optional
 
-from ._cli import add_run_arguments, exit_statuses, finish, given_settings
+from ._cli import Parser, add_run_arguments, exit_statuses, finish, given_settings
 
 
 class FetchForcefield(argparse.Action):
@@ -35,7 +35,7 @@ class FetchForcefield(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="flashschnet-martini",
         epilog=exit_statuses("3 the simulation blew up (the last good checkpoint is kept: --resume)"),
         description="Map an all-atom protein PDB to MARTINI 3 (martinize2: DSSP secondary structure, elastic "

@@ -26,11 +26,11 @@ from typing import List, Optional
 from flashschnet.names import (BACKENDS, COMPRESSIONS, DEFAULT_KNOTS, MAPPINGS, MATMULS, NETWORK_FORCES, ON_BLOWUP,
                                PRECISIONS, VARIANTS)
 
-from ._cli import add_run_arguments, exit_statuses, finish, given_settings, int_type
+from ._cli import Parser, add_run_arguments, exit_statuses, finish, given_settings, int_type
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="flashschnet-simulate",
         epilog=exit_statuses("3 the simulation blew up (the last good checkpoint is kept: --resume)",
                              "4 the Dask cluster of an ensemble run cannot go on (--resume)"),
@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --mts (required): the outer time step in fs, a whole multiple of --dt (the "
                         "longest stable one is measured, docs/sampling.md); "
                         "--steps and the intervals count outer steps")
+    m.add_argument("--mts-any-teacher", action="store_true", default=None,
+                   help="use an --mts inner model distilled from another model file than --model (refused "
+                        "otherwise; noted in the log and recorded in run.json)")
     g = p.add_argument_group("parallel tempering and ensembles (docs/ensembles.md)")
     g.add_argument("--temperatures", default=None, metavar="TMIN:TMAX:N|T1,T2,...",
                    help="parallel tempering: one walker per temperature (K), a geometric ladder TMIN:TMAX:N or an "

@@ -19,7 +19,7 @@ import os
 import sys
 from typing import List, Optional
 
-from ._cli import (SEED, THREADS, check_output_dir, check_output_file, exit_statuses, finish, float_type, int_type,
+from ._cli import (Parser, SEED, THREADS, check_output_dir, check_output_file, exit_statuses, finish, float_type, int_type,
                    require_extras)
 
 
@@ -32,7 +32,7 @@ def _device(text: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="flashschnet-train", epilog=exit_statuses(),
+    p = Parser(prog="flashschnet-train", epilog=exit_statuses(),
                                 description="Train a CGSchNet (5-bead mapping, mlcg priors) for one protein from "
                                             "all-atom OpenMM data: md -> fit -> validate.")
     sub = p.add_subparsers(dest="step", required=True)

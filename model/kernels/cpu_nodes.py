@@ -30,14 +30,9 @@ works (callers then run the PyTorch ops, with a one-line note).
 from __future__ import annotations
 
 import ctypes
-import logging
-import threading
-from typing import Optional
 
-from .cpu_build import build, cache_dir
+from .cpu_build import Library
 from .cpu_vector import PRELUDE
-
-_log = logging.getLogger("flashschnet")
 
 #: the epilogues of ``dense_f32``, by name: their codes in the C source
 EPILOGUES = {"none": 0, "tanh": 1, "dtanh": 2, "add": 3}
@@ -148,11 +143,6 @@ void tanh_f32(int64_t n, const float *restrict x, float *restrict out, int nthre
 }
 """
 
-_LOCK = threading.Lock()
-_LIB: Optional[object] = None
-_TRIED = False
-
-
 def _declare(lib) -> None:
     i64, ptr, int_ = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int
     lib.pack_f32.argtypes = [i64, i64, ptr, int_, ptr]
@@ -162,18 +152,6 @@ def _declare(lib) -> None:
         getattr(lib, name).restype = None
 
 
-def library():
-    """The compiled kernels (a ``ctypes.CDLL``), built on first use; None if they cannot be built here (a
-    one-line note is logged once)."""
-    global _LIB, _TRIED
-    with _LOCK:
-        if not _TRIED:
-            _TRIED = True
-            try:
-                lib = ctypes.CDLL(str(build(SOURCE, "nodes", cache_dir())))
-                _declare(lib)
-                _LIB = lib
-            except OSError as exc:
-                _log.warning(f"flashschnet: the fused CPU node kernels could not be built ({exc}); the node pass "
-                             f"runs as PyTorch ops (slower)")
-        return _LIB
+#: the compiled kernels (a ``ctypes.CDLL``) on first call, or None if they cannot be built here
+library = Library(SOURCE, "nodes", _declare, "the fused CPU node kernels",
+                  "the node pass runs as PyTorch ops (slower)")

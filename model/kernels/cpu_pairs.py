@@ -47,14 +47,9 @@ other), with a one-line note.
 from __future__ import annotations
 
 import ctypes
-import logging
-import threading
-from typing import Optional
 
-from .cpu_build import build, cache_dir
+from .cpu_build import Library
 from .cpu_vector import PRELUDE
-
-_log = logging.getLogger("flashschnet")
 
 SOURCE = PRELUDE + r"""
 #define FMA_f32 fmaf
@@ -323,11 +318,6 @@ KERNELS(double, f64)
 
 """
 
-_LOCK = threading.Lock()
-_LIB: Optional[object] = None
-_TRIED = False
-
-
 def _declare(lib) -> None:
     i64, ptr, int_ = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int
     for S, real in (("f32", ctypes.c_float), ("f64", ctypes.c_double)):
@@ -346,19 +336,6 @@ def _declare(lib) -> None:
             getattr(lib, f"{name}_{S}").restype = None
 
 
-def library():
-    """The compiled kernels (a ``ctypes.CDLL``), built on first use; None if they cannot be built here (a
-    one-line note is logged once)."""
-    global _LIB, _TRIED
-    with _LOCK:
-        if not _TRIED:
-            _TRIED = True
-            cache = cache_dir()
-            try:
-                lib = ctypes.CDLL(str(build(SOURCE, "pairs", cache)))
-                _declare(lib)
-                _LIB = lib
-            except OSError as exc:
-                _log.warning(f"flashschnet: the fused CPU pair kernels could not be built ({exc}); the torch backend "
-                             f"runs its pair loops as PyTorch ops (same results, slower)")
-        return _LIB
+#: the compiled kernels (a ``ctypes.CDLL``) on first call, or None if they cannot be built here
+library = Library(SOURCE, "pairs", _declare, "the fused CPU pair kernels",
+                  "the torch backend runs its pair loops as PyTorch ops (same results, slower)")

@@ -261,8 +261,10 @@ def run_case(cmd: Command, case, ws, mp) -> None:
             f.write(f"{cmd.prog} {' '.join(cmd.sub)}\t{case}\texpected={expected}\trc={rc}\t{seconds:.2f}s\t"
                     f"{lines[-1] if lines else ''}\n")
     if rc == 2:
-        if lines and lines[0].startswith("usage:"):         # argparse's usage + error form (subcommand: its prog)
-            progs = (f"{cmd.prog}: error: ", f"{' '.join([cmd.prog] + cmd.sub)}: error: ")
+        progs = (f"{cmd.prog}: error: ", f"{' '.join([cmd.prog] + cmd.sub)}: error: ")
+        if lines and lines[-1].endswith("--help: the options)"):     # a command's usage error (subcommand: its prog)
+            assert len(lines) == 1 and lines[0].startswith(progs), where
+        elif lines and lines[0].startswith("usage:"):       # a maintainer tool's: argparse's usage + error form
             assert lines[-1].startswith(progs), where
             assert sum(l.startswith(progs) for l in lines) == 1, where
         else:

@@ -1,8 +1,8 @@
 """flashschnet.tablecache: the default network's filter tables, built once per model file and cached.
 
 A miss builds and writes, a hit reads the same tables bit for bit; the key follows the file's bytes; racing writers
-leave one complete entry and no temporary file; a truncated entry, or one of another model file, is rebuilt with a
-note; a cache that cannot be written builds in memory with a note; and the cache folder follows
+leave one complete entry and no temporary file; a truncated entry, one with a flipped bit or a zeroed block in its
+numbers (caught by the payload's checksum), or one of another model file, is rebuilt with a note; a cache that cannot be written builds in memory with a note; and the cache folder follows
 FLASHSCHNET_CACHE_DIR. A tiny model (one block of 16 filters) keeps every build cheap."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import torch
 
 from tests.conftest import EXAMPLES
 from flashschnet import load_model
-from flashschnet.tablecache import CACHE_ENV, cache_dir, cached_tables, entry_name, file_sha256
+from flashschnet.tablecache import CACHE_ENV, cache_dir, cached_tables, entry_name, file_sha256, payload_sha256
 from flashschnet.tiny import tiny_model
 from flashschnet.transforms import compress
 
@@ -101,7 +101,24 @@ def test_racing_writers_leave_one_complete_entry_and_no_temporary_file(tiny, tmp
     assert hit.origin.startswith("from the cache") and _same(hit, results[0]) and _same(hit, results[1])
 
 
-@pytest.mark.parametrize("damage", ["truncated", "another model's", "wrong shape"])
+def _damage_numbers(entry, how: str) -> None:
+    """Flip one bit of, or zero 64 bytes of, the first table's numbers inside the entry file: what still decodes
+    to a finite table of the right shape (checked), so only the payload's checksum can tell."""
+    first = torch.load(entry, weights_only=True)["tables"][0]
+    data = bytearray(entry.read_bytes())
+    at = data.find(first.numpy().tobytes())
+    assert at > 0
+    mid = at + (first.numel() * first.element_size()) // 2
+    if how == "flipped bit":
+        data[mid] ^= 0x01
+    else:
+        data[mid:mid + 64] = bytes(64)
+    entry.write_bytes(bytes(data))
+    damaged = torch.load(entry, weights_only=True)["tables"][0]
+    assert damaged.shape == first.shape and bool(torch.isfinite(damaged).all()) and not torch.equal(damaged, first)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped bit", "zeroed block", "another model's", "wrong shape"])
 def test_a_bad_entry_is_rebuilt_with_a_note(tiny, tmp_path, damage):
     (p0, sha0), (p1, sha1) = tiny
     net = load_model(p0).network
@@ -109,17 +126,22 @@ def test_a_bad_entry_is_rebuilt_with_a_note(tiny, tmp_path, damage):
     entry = tmp_path / entry_name(sha0, SPEC)
     if damage == "truncated":
         entry.write_bytes(entry.read_bytes()[:1000])
+    elif damage in ("flipped bit", "zeroed block"):
+        _damage_numbers(entry, damage)
     elif damage == "another model's":          # a valid entry of tiny1 copied under tiny0's key
         cached_tables(load_model(p1).network, SPEC, sha256=sha1, folder=str(tmp_path))
         shutil.copyfile(tmp_path / entry_name(sha1, SPEC), entry)
     else:
         obj = torch.load(entry, weights_only=True)
         obj["tables"][0] = obj["tables"][0][:10]
+        obj["payload_sha256"] = payload_sha256(obj["tables"] + obj["scales"])      # a consistent, wrong entry
         torch.save(obj, entry)
     again = cached_tables(net, SPEC, sha256=sha0, folder=str(tmp_path))
     assert len(again.notes) == 1 and "\n" not in again.notes[0]
     assert again.notes[0].startswith(f"the filter-table cache entry {entry} is not usable (") and \
         again.notes[0].endswith("); rebuilt")
+    if damage in ("flipped bit", "zeroed block"):
+        assert "checksum" in again.notes[0] and "damaged" in again.notes[0]
     assert _same(again, good) and again.origin.startswith("built and cached")
     healed = cached_tables(net, SPEC, sha256=sha0, folder=str(tmp_path))      # the entry was rewritten whole
     assert healed.origin.startswith("from the cache") and healed.notes == [] and _same(healed, good)

@@ -195,6 +195,24 @@ def test_the_flashschnet_step_options_are_checked_before_any_run(tmp_path, capsy
     assert not (out / "martini" / "run.json").exists()
 
 
+def test_an_inner_model_of_another_teacher_is_refused_before_martini_in_seconds(tmp_path, capsys):
+    """The FlashSchNet run's inputs are loaded as the run will load them before MARTINI starts: an --mts inner
+    model distilled from another model file than --model is one line within seconds, exit 2, nothing written."""
+    import time
+
+    if not (M3 / "martini_v3.0.0.itp").exists():
+        pytest.skip(f"MARTINI 3 force-field files not found in {M3} (../shared/ is absent)")
+    out = tmp_path / "cmp"
+    args = [PDB, "--model", str(EXAMPLES / "trpcage_placeholder.pt"), "--forcefield-dir", str(M3), "--out", str(out),
+            "--quiet", "--mts", str(EXAMPLES / "trpcage_inner.pt"), "--outer-dt", "8"]
+    t0 = time.perf_counter()
+    assert main(args) == 2
+    took = time.perf_counter() - t0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "was distilled from" in err[0] and "--mts-any-teacher" in err[0], err
+    assert took < 20 and not out.exists(), took
+
+
 def test_analyse_only_checks_the_options_against_the_runs(tiny, capsys):
     """--analyse-only re-analyses the runs as they ran: options that set them up and differ from their run.json are
     one line listing every one (they were ignored silently); one that agrees passes; --threads is noted as unused."""

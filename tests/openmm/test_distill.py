@@ -1,6 +1,7 @@
 """flashschnet-distill and flashschnet-simulate --mts end to end, on the tiny model: the inner model file, a
 multiple-time-step run and its bitwise resume, run.json, the times of its frames, parallel tempering with an
-inner model, and the one-line errors."""
+inner model, an inner model of another teacher refused (or accepted with its option), and the one-line
+errors."""
 from __future__ import annotations
 
 import json
@@ -71,6 +72,27 @@ def test_tempering_runs_with_an_inner_model(files, tmp_path):
                      "--exchange-interval", "5", "--steps", "10", "--report-interval", "5", "--out", str(out),
                      *COMMON]) == 0
     assert (out / "exchanges.csv").exists() and json.loads((out / "run.json").read_text())["outer_dt_fs"] == 8.0
+
+
+def test_an_inner_model_of_another_teacher_is_refused_unless_accepted(files, tmp_path, capsys):
+    """--mts with an inner model distilled from another model file: one line before any step; with
+    --mts-any-teacher the run goes on with a note, and run.json records the choice."""
+    model, inner = files
+    other = tiny_model(PDB, str(tmp_path / "other.pt"), seed=1)
+    args = [PDB, "--model", other, "--mts", str(inner), "--outer-dt", "8", "--steps", "5", "--report-interval", "5",
+            *COMMON]
+    assert simulate([*args, "--out", str(tmp_path / "refused")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--mts {inner} was distilled from {model}" in err[0] and \
+        f"not from --model {other}" in err[0] and "--mts-any-teacher" in err[0], err
+    assert not (tmp_path / "refused" / "run.json").exists()
+    assert simulate([*args, "--out", str(tmp_path / "accepted"), "--mts-any-teacher"]) == 0
+    said = capsys.readouterr()
+    assert "used anyway (--mts-any-teacher)" in said.out + said.err
+    assert json.loads((tmp_path / "accepted" / "run.json").read_text())["mts_any_teacher"] is True
+    assert simulate([PDB, "--model", model, "--steps", "5", "--out", str(tmp_path / "alone"), "--mts-any-teacher",
+                     *COMMON]) == 2
+    assert "applies to an inner model (--mts)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -46,3 +46,20 @@ def test_finish_makes_any_os_error_one_line_and_says_where_the_run_stands(tmp_pa
                                               "is kept")
     with pytest.raises(KeyError):                              # anything else is not turned into a status
         finish("prog", lambda echo: {}["x"], str)
+
+
+@pytest.mark.parametrize("command, argv", [("compare", []), ("simulate", []), ("distill", []), ("backmap", []),
+                                           ("analyze", []), ("martini", []), ("convert", []), ("train", ["md"]),
+                                           ("simulate", ["--no-such-option"])])
+def test_a_usage_error_is_one_line(command, argv, capsys):
+    """A missing required argument or an unknown option: one line naming the command and --help, exit status 2
+    (argparse printed its usage block above it)."""
+    import importlib
+
+    main = importlib.import_module(f"flashschnet.scripts.{command}").main
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    prog = " ".join([f"flashschnet-{command}", *argv[:1]]) if command == "train" else f"flashschnet-{command}"
+    assert info.value.code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"{prog}: error: ") and err[0].endswith(f"({prog} --help: the options)"), err

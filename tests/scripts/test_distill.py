@@ -1,5 +1,6 @@
 """flashschnet.scripts.distill (flashschnet-distill's command line): --out is checked before the teacher samples a
-frame (an existing file without --force, a folder: one line, exit status 2, nothing touched), and the options'
+frame (an existing file without --force, a folder, one of its own inputs even with --force: one line, exit status
+2, nothing touched), and the options'
 limits are argparse's exit status 2. Distilling through this command: tests/openmm/test_distill.py."""
 from __future__ import annotations
 
@@ -26,6 +27,23 @@ def test_out_is_checked_before_any_sampling(tmp_path, capsys):
     line = error_line(capsys.readouterr().err, "flashschnet-distill")
     assert f"--out {tmp_path}: is a directory; give a file name" in line, line
     assert os.listdir(tmp_path) == ["inner.pt"]
+
+
+def test_out_that_is_an_input_is_refused_even_with_force(tmp_path, capsys):
+    import shutil
+
+    teacher = tmp_path / "teacher.pt"
+    shutil.copyfile(MODEL, teacher)
+    before = teacher.read_bytes()
+    for out, what in ((teacher, "--model (the teacher)"), (tmp_path / "." / "teacher.pt", "--model (the teacher)")):
+        assert main([str(teacher), PDB, "--out", str(out), "--force"]) == 2
+        line = error_line(capsys.readouterr().err, "flashschnet-distill")
+        assert f"is the {what} itself" in line and "--force or not" in line, line
+    assert teacher.read_bytes() == before
+    pdb = tmp_path / "protein.pdb"
+    shutil.copyfile(PDB, pdb)
+    assert main([str(teacher), str(pdb), "--out", str(pdb), "--force"]) == 2
+    assert "is the PDB itself" in error_line(capsys.readouterr().err, "flashschnet-distill")
 
 
 @pytest.mark.parametrize("option, says", [

@@ -20,7 +20,8 @@ CG_KEYS = {"pdb", "model", "out", "steps", "replicas", "platform", "seed", "dt_f
            "report_interval", "checkpoint_interval", "mapping", "priors", "precision", "backend", "quantize",
            "network_force", "threads", "max_force", "on_blowup", "matmul", "cuda_graph", "compress", "compress_knots",
            "temperatures", "exchange_interval", "blocks", "workers", "scheduler",
-           "mts", "outer_dt_fs"}   # multiple time stepping (issue 37): a run without them reads as single stepping
+           "mts", "outer_dt_fs",   # multiple time stepping: a run without them reads as single stepping
+           "mts_any_teacher"}      # an inner model of another teacher accepted: a run without it did not
 MARTINI_KEYS = {"pdb", "forcefield_dir", "out", "steps", "platform", "seed", "dt_fs", "temperature_K",
                 "friction_per_ps", "report_interval", "checkpoint_interval", "padding_nm", "salt_molar", "elastic",
                 "go", "ignore", "minimize_iterations", "threads", "max_force"}
