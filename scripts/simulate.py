@@ -6,7 +6,8 @@
                          [--matmul auto|ieee|tf32|bf16|fp16] [--cuda-graph] [--on-blowup stop|drop]
                          [--compress auto|none|float32|float16|bfloat16] [--compress-knots N]
                          [--temperatures 300:450:8 | 300,320,345] [--exchange-interval 500]
-                         [--workers N | --scheduler ADDRESS] [--blocks B] [--mts INNER_MODEL --outer-dt FS]
+                         [--workers N | --scheduler ADDRESS] [--blocks B]
+                         [--mts INNER_MODEL --outer-dt FS [--mts-any-teacher]]
     flashschnet-simulate --resume --out DIR [--steps N]      (the run's own settings and files, by content)
 
 Exit status: 0 done, 2 bad input (one-line message), 3 the simulation blew up (the last good checkpoint is

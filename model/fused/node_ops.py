@@ -129,10 +129,3 @@ class CNodeOps:
 
     def back_add(self, g, W, r):
         return self._run(g, W, False, None, "add", r)
-
-    def tanh(self, x: torch.Tensor) -> torch.Tensor:
-        """``tanh(x)`` of a float32 CPU tensor (``tanh_f32``)."""
-        x = x.contiguous()
-        out = torch.empty_like(x)
-        self.lib.tanh_f32(x.numel(), x.data_ptr(), out.data_ptr(), torch.get_num_threads())
-        return out

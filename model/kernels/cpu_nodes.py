@@ -15,8 +15,8 @@ Kernels (``M`` rows, ``K`` inputs, ``N`` outputs; tensors row-major float32):
 * ``dense_f32``: ``out = epi(A @ B + bias)`` with ``epi`` one of :data:`EPILOGUES` (``S [M, N]`` its second
   operand): ``none``, ``tanh``, ``dtanh`` (``* (1 - S^2)``: an activation's derivative from its output) and
   ``add`` (``S + ...``: a residual). Register blocks of 6 rows x 16 columns (12 vector accumulators); rows in
-  blocks over OpenMP threads when the product is large enough to pay for them;
-* ``tanh_f32``: ``tanh`` of ``n`` floats (the vector tanh of :mod:`~flashschnet.kernels.cpu_vector`).
+  blocks over OpenMP threads when the product is large enough to pay for them; the tanh is the vector tanh of
+  :mod:`~flashschnet.kernels.cpu_vector`.
 
 **The same bits on any thread count, any blocking**: every output element is ``acc = 0; acc = fma(A[i, k],
 B[k, n], acc)`` for ``k = 0 .. K-1``, then the bias, then the epilogue -- the panel and row blocks only decide
@@ -127,28 +127,14 @@ void dense_f32(int64_t M, int64_t N, int64_t K, const float *restrict A, const f
             }
     }
 }
-
-/* out = tanh(x), n floats, 8 lanes at a time (the last < 8 through a padded vector: the same arithmetic);
-   PyTorch's float tanh on this CPU takes 3.3 ns per element. Each element alone: any threads. */
-void tanh_f32(int64_t n, const float *restrict x, float *restrict out, int nthreads) {
-    int64_t nv = n / 8;
-    _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(n >= 65536)")
-    for (int64_t b = 0; b < nv; ++b) *(vec_f32 *)(out + 8 * b) = tanh_vec(*(const vec_f32 *)(x + 8 * b));
-    if (n > 8 * nv) {
-        float buf[8] = {0};
-        memcpy(buf, x + 8 * nv, (size_t)(n - 8 * nv) * sizeof(float));
-        vec_f32 y = tanh_vec(*(const vec_f32 *)buf);
-        memcpy(out + 8 * nv, &y, (size_t)(n - 8 * nv) * sizeof(float));
-    }
-}
 """
+
 
 def _declare(lib) -> None:
     i64, ptr, int_ = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int
     lib.pack_f32.argtypes = [i64, i64, ptr, int_, ptr]
     lib.dense_f32.argtypes = [i64, i64, i64, ptr, ptr, ptr, int_, ptr, ptr, int_, i64]
-    lib.tanh_f32.argtypes = [i64, ptr, ptr, int_]
-    for name in ("pack_f32", "dense_f32", "tanh_f32"):
+    for name in ("pack_f32", "dense_f32"):
         getattr(lib, name).restype = None
 
 

@@ -161,8 +161,10 @@ def kernels(name: str, replicas: int, threads: int, peak: dict) -> dict:
             "table_fwd": lambda: (m.zero_(), loops.table_fwd(src, eng.seg, ks, wts, eng.i, eng.j, h, m)),
             "table_bwd": lambda: (gh.zero_(), gp.zero_(),
                                   loops.table_bwd(src, eng.seg, ks, wts, eng.i, eng.j, eng.d, h, gm, eng.pos, gh, gp))}
-    work = {"table_fwd": (F * (4 * Q + 3), F * (2 * Q + 4) * size, 2 * F * size),
-            "table_bwd": (F * (8 * Q + 7), F * (2 * Q + 6) * size, 2 * F * size)}
+    # (FLOPs, bytes loaded, bytes stored) of a kernel's call: the table kernels' per pair, times the pairs
+    work = {k: tuple(x * pairs for x in per_pair) for k, per_pair in (
+        ("table_fwd", (F * (4 * Q + 3), F * (2 * Q + 4) * size, 2 * F * size)),
+        ("table_bwd", (F * (8 * Q + 7), F * (2 * Q + 6) * size, 2 * F * size)))}
     if isinstance(eng.node_ops, CNodeOps):
         # one node layer, [M, F] x [F, F] with its tanh: per 6 x 16 register block and input, two 16-float
         # vector loads of the packed weights and six broadcasts of the rows for 96 multiply-adds
@@ -175,7 +177,7 @@ def kernels(name: str, replicas: int, threads: int, peak: dict) -> dict:
         t = _best(f)
         row = {"kernel": kernel, "ms": t * 1e3, "per_step": blocks if kernel.startswith("table_") else 1}
         if kernel in work:
-            flops, loads, stores = work[kernel] if kernel == "dense_tanh" else (x * pairs for x in work[kernel])
+            flops, loads, stores = work[kernel]
             t_flops = flops / (peak["fma_gflops"] * 1e9 * threads)
             t_loads = loads / (peak["load_gbs_L1"] * 1e9 * threads)
             row.update(gflops=flops / t / 1e9, load_gbs=loads / t / 1e9, store_gbs=stores / t / 1e9,
