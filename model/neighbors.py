@@ -119,8 +119,12 @@ class VerletList:
         self.builds = 0
         self.overflows = 0
 
-    def get(self, positions: torch.Tensor) -> PairList:
-        if self.current is None or moved_past_half_skin(self.ref, positions, self.skin):
+    def get(self, positions: torch.Tensor, moved: Optional[bool] = None) -> PairList:
+        """The list for ``positions``, rebuilt when stale; ``moved``: the caller's own displacement check (else
+        :func:`moved_past_half_skin`)."""
+        if moved is None:
+            moved = self.current is None or moved_past_half_skin(self.ref, positions, self.skin)
+        if moved or self.current is None:
             while True:
                 try:
                     self.current = pair_list(positions, self.cutoff + self.skin, self.capacity)

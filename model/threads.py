@@ -20,7 +20,7 @@ OpenMM's CPU threads stay the libraries' defaults (OpenMM's CPU platform, which 
 difference beyond the measurements' noise). The count is chosen once, at the start (load that starts later is
 not followed; with the count chosen for you a long run on a shared machine may want ``--threads 1``), and is not
 recorded in run.json: a resumed run chooses again. A run's result does not depend on its PyTorch thread count: the
-fused pair loops run over fixed segments of the system (:class:`~flashschnet.fused.torch_engine.Segments`), and
+fused pair loops run over fixed segments of the system (:class:`~flashschnet.fused.pair_loops.Segments`), and
 tests/model/kernels/test_cpu_pairs.py checks 1, 2 and 3 threads bitwise.
 """
 from __future__ import annotations

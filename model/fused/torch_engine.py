@@ -14,9 +14,8 @@ the same bits.
 """
 from __future__ import annotations
 
-import ctypes
 import math
-from typing import List, NamedTuple, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 
@@ -24,6 +23,7 @@ from ..neighbors import VerletList
 from ..nn.table import difference_rows, hermite_matrix
 from ..nn.layout import BasisSpec, FilterWeights, TableWeights, is_table
 from .node_ops import TORCH_NODE_OPS, CNodeOps
+from .pair_loops import DISTANCE_BUCKETS, PairLoops, order_key, segments
 from .nodes import energy_forces_scaled
 
 
@@ -139,120 +139,6 @@ class TableFilter:
         return self._sum(rows, w[:, 0]), self._sum(rows, w[:, 1])
 
 
-#: distance buckets of the step's pair order (within a segment, pairs sorted by ``floor(d / rc * NB)``: the
-#: pairs that read the same table rows come one after another, so those rows stay in L1)
-DISTANCE_BUCKETS = 256
-
-
-class Segments(NamedTuple):
-    """The step's pairs cut by their first bead ``i`` into ``NS`` segments of ``SB`` beads per replica
-    (:func:`segments`), a function of the system's size alone -- not of the thread count, so the fused table
-    loops (a segment adds into its own beads' rows and into partial rows for the others, added in segment
-    order) give the same bits on any number of threads. ``start [R NS + 1]``: each segment's first pair."""
-    R: int
-    N: int
-    SB: int
-    NS: int
-    start: Optional[torch.Tensor] = None
-
-    @property
-    def partial_rows(self) -> int:
-        """Rows of the segments' partial buffers: segment ``s`` of a replica keeps beads ``s SB .. N``."""
-        return self.R * (self.NS * self.N - self.SB * self.NS * (self.NS - 1) // 2)
-
-
-def segments(R: int, N: int) -> Segments:
-    """At most 8 segments of at least 32 beads per replica: enough work items for 8 threads on one protein;
-    the partial buffers cost ``<= NS / 2 + 1`` copies of a replica's rows."""
-    NS = min(8, max(1, -(-N // 32)))
-    SB = -(-N // NS)
-    return Segments(R, N, SB, -(-N // SB))
-
-
-def order_key(i: torch.Tensor, d: torch.Tensor, seg: Segments, inv_w: torch.Tensor) -> torch.Tensor:
-    """The step's pair order as PyTorch ops (what ``order_pairs`` of :mod:`~flashschnet.kernels.cpu_pairs` sorts
-    by, stably): segment of ``i``, then distance bucket."""
-    r = torch.div(i, seg.N, rounding_mode="floor")
-    bucket = torch.clamp((d * inv_w).to(torch.int64), max=DISTANCE_BUCKETS - 1)
-    return (r * seg.NS + torch.div(i - r * seg.N, seg.SB, rounding_mode="floor")) * DISTANCE_BUCKETS + bucket
-
-
-class _Loops:
-    """The fused C pair loops (:mod:`flashschnet.kernels.cpu_pairs`) on tensors of one dtype. The table loops run
-    on ``torch.get_num_threads()`` OpenMP threads (PyTorch's own pool), over :class:`Segments`: the same bits on
-    any thread count; the exact filter's loops (given ``W`` from PyTorch's threaded products) run on one."""
-
-    def __init__(self, lib, dtype: torch.dtype):
-        suffix = "f64" if dtype == torch.float64 else "f32"
-        self.fwd, self.bwd = getattr(lib, f"msg_fwd_{suffix}"), getattr(lib, f"msg_bwd_{suffix}")
-        self.tfwd, self.tbwd = getattr(lib, f"table_fwd_{suffix}"), getattr(lib, f"table_bwd_{suffix}")
-        self.tweights = getattr(lib, f"table_weights_{suffix}")
-        self.within = getattr(lib, f"pairs_within_{suffix}")
-        self.order = getattr(lib, f"order_pairs_{suffix}")
-        self.lib, self.dtype = lib, dtype
-        self._scratch: dict = {}
-
-    @staticmethod
-    def _p(t: torch.Tensor):
-        return ctypes.c_void_p(t.data_ptr())
-
-    def _part(self, rows: int, width: int) -> torch.Tensor:
-        """Scratch for the segments' partial rows (each segment zeroes its own), kept between calls."""
-        buf = self._scratch.get(width)
-        if buf is None or buf.numel() < rows * width:
-            buf = self._scratch[width] = torch.empty(rows * width, dtype=self.dtype)
-        return buf
-
-    def msg_fwd(self, i, j, W, h, m):
-        self.fwd(i.shape[0], h.shape[1], self._p(i), self._p(j), self._p(W), self._p(h), self._p(m))
-
-    def msg_bwd(self, i, j, W, dW, h, gm, pos, d, gh, gpos):
-        self.bwd(i.shape[0], h.shape[1], self._p(i), self._p(j), self._p(W), self._p(dW), self._p(h), self._p(gm),
-                 self._p(pos), self._p(d), self._p(gh), self._p(gpos))
-
-    def pairs_within(self, i, j, pos, rc: float):
-        """``(i, j, d)`` of the pairs ``(i, j)`` closer than ``rc``, in list order: what the engine's ``prepare``
-        computes as PyTorch ops, bitwise."""
-        P = i.shape[0]
-        oi, oj = torch.empty(P, dtype=torch.int64), torch.empty(P, dtype=torch.int64)
-        od = torch.empty(P, dtype=pos.dtype)
-        n = self.within(P, self._p(i), self._p(j), self._p(pos), rc, self._p(oi), self._p(oj), self._p(od))
-        return oi[:n], oj[:n], od[:n]
-
-    def order_pairs(self, i, j, d, seg: Segments, inv_w: float):
-        """``(i, j, d, seg)`` in the step's order (:func:`order_key`, a stable counting sort), ``seg.start`` set."""
-        P, nseg = i.shape[0], seg.R * seg.NS
-        oi, oj = torch.empty(P, dtype=torch.int64), torch.empty(P, dtype=torch.int64)
-        od, start = torch.empty(P, dtype=d.dtype), torch.empty(nseg + 1, dtype=torch.int64)
-        count, key = torch.empty(nseg * DISTANCE_BUCKETS + 1, dtype=torch.int64), torch.empty(P, dtype=torch.int64)
-        self.order(P, self._p(i), self._p(j), self._p(d), seg.N, seg.SB, seg.NS, DISTANCE_BUCKETS, inv_w, nseg,
-                   self._p(count), self._p(key), self._p(oi), self._p(oj), self._p(od), self._p(start))
-        return oi, oj, od, seg._replace(start=start)
-
-    def table_weights(self, src: "TableFilter", d):
-        """``(ks [P] int64, wts [P, 4Q])``: every pair's table interval (-1: beyond the table) and Hermite weights,
-        once per step for all the blocks whose tables share ``src``'s knots (:attr:`TableFilter.knots`)."""
-        P = d.shape[0]
-        ks = torch.empty(P, dtype=torch.int64)
-        wts = torch.empty(P, 4 * src.Q, dtype=d.dtype)
-        self.tweights(P, src.Q, src.n - 1, self._p(d), self._p(src.coeffs), src.inv_h, src.r_end, self._p(ks),
-                      self._p(wts), torch.get_num_threads())
-        return ks, wts
-
-    def table_fwd(self, src: "TableFilter", seg: Segments, ks, wts, i, j, h, m):
-        F = h.shape[1]
-        part = self._part(seg.partial_rows, F)
-        self.tfwd(seg.R, seg.N, seg.SB, seg.NS, self._p(seg.start), F, src.Q, self._p(ks), self._p(wts), self._p(i),
-                  self._p(j), self._p(src.rows), self._p(h), self._p(m), self._p(part), torch.get_num_threads())
-
-    def table_bwd(self, src: "TableFilter", seg: Segments, ks, wts, i, j, d, h, gm, pos, gh, gpos):
-        F = h.shape[1]
-        part, ppos = self._part(seg.partial_rows, F), self._part(seg.partial_rows, 3)
-        self.tbwd(seg.R, seg.N, seg.SB, seg.NS, self._p(seg.start), F, src.Q, self._p(ks), self._p(wts), self._p(i),
-                  self._p(j), self._p(d), self._p(src.rows), self._p(h), self._p(gm), self._p(pos), self._p(gh),
-                  self._p(gpos), self._p(part), self._p(ppos), torch.get_num_threads())
-
-
 #: the most memory a step's basis terms (``2K + 2`` values per pair) may take to be kept for all blocks and
 #: both passes instead of being recomputed per block and pass (BPTI at R = 8: ~80 MB in float32)
 RADIAL_CACHE_BYTES = 512 * 2 ** 20
@@ -275,31 +161,73 @@ class TorchPairEngine:
         built here) or as PyTorch ops (False; always on other devices). Same arithmetic either way. The node
         pass's dense layers follow the same choice for float32 (:mod:`flashschnet.kernels.cpu_nodes`: their
         products round in another order than PyTorch's).
+    fused_step : bool or None
+        With the fused loops and node kernels, float32 and every filter a table (the default model on a CPU): the
+        whole step as one C call (:mod:`flashschnet.fused.cpu_step`; the same bits as the kernels called one at a
+        time). True: required; None, the default: when it builds here; False: the kernels one call at a time.
     """
 
     #: a step reads pair-list sizes back to the host: it cannot be captured in a CUDA graph
     graphable = False
 
     def __init__(self, basis: BasisSpec, filters: List, skin: float = 2.0, chunk: int = 2048,
-                 verlet: Optional[VerletList] = None, fused_loops: Optional[bool] = None):
+                 verlet: Optional[VerletList] = None, fused_loops: Optional[bool] = None,
+                 fused_step: Optional[bool] = None):
         self.basis, self.filters, self.chunk = basis, filters, int(chunk)
         self.verlet = verlet if verlet is not None else VerletList(basis.rc_graph, skin)
         self.pos: Optional[torch.Tensor] = None
         self._sources = None
         self.fused_loops = fused_loops
-        self.loops: Optional[_Loops] = None
+        self.loops: Optional[PairLoops] = None
         self.node_ops = TORCH_NODE_OPS
         self._radial = None
         self._table_weights: dict = {}
+        self.fused_step = fused_step
+        self._step = None
 
     def energy_forces(self, weights, positions: torch.Tensor, bead_types: torch.Tensor, scales=(1.0, 1.0, 1.0)):
-        """A whole step: the node-level PyTorch pass around this engine
-        (:func:`flashschnet.fused.nodes.energy_forces_scaled`)."""
+        """A whole step: the node-level pass around this engine (:func:`flashschnet.fused.nodes.energy_forces_scaled`),
+        or the same as one C call (``fused_step``)."""
+        self._setup(positions)
+        step = self._c_step(weights, positions)
+        if step is not None:
+            return step.energy_forces(self, positions, bead_types, scales)
         return energy_forces_scaled(weights, positions, bead_types, self, scales)
 
-    def prepare(self, positions: torch.Tensor) -> None:
+    def _c_step(self, weights, positions: torch.Tensor):
+        """The :class:`~flashschnet.fused.cpu_step.CStep` of this engine for ``weights`` and the positions' shape, or
+        None where the step runs as the composed pass (``fused_step``)."""
         R, N = positions.shape[0], positions.shape[1]
-        self.pos = positions.reshape(R * N, 3)
+        step = self._step
+        if step is not None and step.weights is weights and (step.R, step.N) == (R, N) and step.ops is self.node_ops:
+            return step
+        self._step = None
+        if self.fused_step is False:
+            return None
+        tables = self._sources[1]
+        applies = (positions.dtype == torch.float32 and positions.device.type == "cpu" and self.loops is not None
+                   and isinstance(self.node_ops, CNodeOps) and len(tables) > 0
+                   and all(isinstance(t, TableFilter) for t in tables))
+        if not applies:
+            if self.fused_step:
+                raise RuntimeError("fused_step=True needs float32 CPU positions, tabulated filters and the fused "
+                                   "loops and node kernels")
+            return None
+        from ..kernels.cpu_step import library
+        from .cpu_step import CStep
+
+        lib = library()
+        if lib is None:
+            if self.fused_step:
+                raise RuntimeError("fused_step=True but the fused CPU step could not be built (see the log)")
+            return None
+        self._step = CStep(lib, self.node_ops, weights, tables, segments(R, N), DISTANCE_BUCKETS, self.basis.rc_graph,
+                           self.verlet.skin)
+        return self._step
+
+    def _setup(self, positions: torch.Tensor) -> None:
+        """The filters in the positions' dtype and device, and the kernels that run them (once per dtype and
+        device)."""
         if self._sources is None or self._sources[0] != (positions.dtype, positions.device):
             self._sources = ((positions.dtype, positions.device),
                              [TableFilter(f, positions.dtype, positions.device) if is_table(f)
@@ -313,8 +241,14 @@ class TorchPairEngine:
                 if lib is None and self.fused_loops:
                     raise RuntimeError("fused_loops=True but the fused CPU pair kernels could not be built "
                                        "(see the log)")
-                self.loops = None if lib is None else _Loops(lib, positions.dtype)
+                self.loops = None if lib is None else PairLoops(lib, positions.dtype)
             self.node_ops = self._node_ops(positions)
+            self._step = None
+
+    def prepare(self, positions: torch.Tensor) -> None:
+        R, N = positions.shape[0], positions.shape[1]
+        self.pos = positions.reshape(R * N, 3)
+        self._setup(positions)
         nl = self.verlet.get(positions)
         # Only the pairs inside the graph cutoff go on: the chunks -- and with them every matrix product's
         # shape and every summation order -- are then a function of the positions alone, not of where the

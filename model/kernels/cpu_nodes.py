@@ -41,7 +41,8 @@ PANEL = 16
 #: multiply-adds (M N K) from which a product splits its rows over threads
 THREADED_MACS = 1 << 17
 
-SOURCE = PRELUDE + r"""
+#: the node kernels' C text (after :data:`~flashschnet.kernels.cpu_vector.PRELUDE`); :mod:`~flashschnet.kernels.cpu_step` builds on it
+BODY = r"""
 #define NR 16
 #define MR 6
 enum { EPI_NONE = 0, EPI_TANH = 1, EPI_DTANH = 2, EPI_ADD = 3 };
@@ -128,6 +129,7 @@ void dense_f32(int64_t M, int64_t N, int64_t K, const float *restrict A, const f
     }
 }
 """
+SOURCE = PRELUDE + BODY
 
 
 def _declare(lib) -> None:

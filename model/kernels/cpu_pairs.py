@@ -18,7 +18,7 @@ replica -- a half list):
 * ``pairs_within``: the pairs of a Verlet list closer than the cutoff, with their distances, in list order (one
   pass instead of gathers, a norm, a comparison and a compaction as PyTorch ops);
 * ``order_pairs``: the step's pair order, a stable counting sort by (segment of ``i``, distance bucket): a
-  segment is a fixed range of beads (:class:`~flashschnet.fused.torch_engine.Segments`), and within it the pairs
+  segment is a fixed range of beads (:class:`~flashschnet.fused.pair_loops.Segments`), and within it the pairs
   that read the same table rows come together, so those rows stay in L1;
 * ``table_weights``: every pair's table interval ``ks [P]`` (-1 for ``d >= r_end``: the pair is skipped) and
   Hermite weights ``wts [P, 4Q]`` -- ``[t^0 .. t^(2Q-1)] @ coeffs [2Q, 4Q]``, value columns then derivative columns
@@ -51,7 +51,8 @@ import ctypes
 from .cpu_build import Library
 from .cpu_vector import PRELUDE
 
-SOURCE = PRELUDE + r"""
+#: the pair kernels' C text (after :data:`~flashschnet.kernels.cpu_vector.PRELUDE`); :mod:`~flashschnet.kernels.cpu_step` builds on it
+BODY = r"""
 #define FMA_f32 fmaf
 #define FMA_f64 fma
 #define SQRT_f32 sqrtf
@@ -317,6 +318,8 @@ KERNELS(float, f32)
 KERNELS(double, f64)
 
 """
+SOURCE = PRELUDE + BODY
+
 
 def _declare(lib) -> None:
     i64, ptr, int_ = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int

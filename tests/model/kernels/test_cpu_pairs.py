@@ -62,7 +62,7 @@ def test_sizes_and_replicas(compressed64, model64, n):
 def test_message_kernels_with_given_filters():
     lib = cpu_pairs.library()
     assert lib is not None, "a C compiler is part of the test machine"
-    from flashschnet.fused.torch_engine import _Loops
+    from flashschnet.fused.pair_loops import PairLoops
 
     g = torch.Generator().manual_seed(0)
     M, F, P = 11, 7, 30
@@ -72,7 +72,7 @@ def test_message_kernels_with_given_filters():
     h, gm = torch.randn(M, F, generator=g, dtype=torch.float64), torch.randn(M, F, generator=g, dtype=torch.float64)
     pos = torch.randn(M, 3, generator=g, dtype=torch.float64)
     d = torch.linalg.vector_norm(pos[i] - pos[j], dim=-1)
-    loops = _Loops(lib, torch.float64)
+    loops = PairLoops(lib, torch.float64)
     m = torch.full((M, F), 0.0, dtype=torch.float64)
     loops.msg_fwd(i, j, W, h, m)
     ref = torch.zeros(M, F, dtype=torch.float64).index_add_(0, i, W * h[j]).index_add_(0, j, W * h[i])
@@ -109,7 +109,7 @@ def test_no_compiler_falls_back_to_pytorch_ops_with_a_note(monkeypatch, tmp_path
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
 def test_the_same_bits_on_any_thread_count(model64, compressed64, dtype):
     """Two replicas of 80 beads: 3 segments each (6 work items), on 1, 2 and 3 threads, exact and tables."""
-    from flashschnet.fused.torch_engine import segments
+    from flashschnet.fused.pair_loops import segments
 
     assert segments(2, 80).NS == 3
     g = torch.Generator().manual_seed(5)
@@ -140,7 +140,8 @@ def test_table_kernels_equal_the_pytorch_lookup(F, Q):
     and index_add (float64), with the interval weights computed once and shared by both passes; the pairs in the
     step's order (3 segments of a 70-bead system)."""
     from flashschnet.nn.layout import TableWeights
-    from flashschnet.fused.torch_engine import TableFilter, _Loops, segments
+    from flashschnet.fused.pair_loops import PairLoops, segments
+    from flashschnet.fused.torch_engine import TableFilter
 
     g = torch.Generator().manual_seed(F + Q)
     M, P, n, r_end = 70, 300, 33, 8.0
@@ -152,7 +153,7 @@ def test_table_kernels_equal_the_pytorch_lookup(F, Q):
     src = TableFilter(TableWeights(torch.randn(n, Q, F, generator=g), torch.rand(Q, F, generator=g) + 0.5, r_end),
                       torch.float64, "cpu")
     h, gm = torch.randn(M, F, generator=g, dtype=torch.float64), torch.randn(M, F, generator=g, dtype=torch.float64)
-    loops = _Loops(cpu_pairs.library(), torch.float64)
+    loops = PairLoops(cpu_pairs.library(), torch.float64)
     i, j, d, seg = loops.order_pairs(i, j, d, segments(1, M), 25.6 / r_end)
     assert seg.NS == 3 and seg.start.tolist()[::3] == [0, P] and bool((torch.diff(seg.start) > 0).all())
     ks, wts = loops.table_weights(src, d)
