@@ -7,7 +7,11 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$(bash "$root/tools/venv.sh")"
 out="$root/runs/quickstart"
-rm -rf "$out"
+if [ -e "$out" ]; then      # an earlier quickstart's run: kept aside (the newest one), not deleted silently
+    rm -rf "$out.previous"
+    mv "$out" "$out.previous"
+    echo "note: the earlier quickstart run is now $out.previous (it replaces the one kept there before)"
+fi
 "$venv/bin/flashschnet-simulate" "$root/examples/1L2Y_trpcage.pdb" \
     --model "$root/examples/trpcage_trained.pt" \
     --steps "${STEPS:-2000}" --replicas "${REPLICAS:-1}" --report-interval 200 --seed 2026 --threads 1 \

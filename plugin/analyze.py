@@ -17,7 +17,8 @@ One bead per residue, all lengths in nm (as :mod:`flashschnet.openmm.compare`):
 * a contact map: the fraction of frames (all replicas) with bead-bead distance < 0.8 nm for residues >= 3
   apart (upper triangle), the reference's contacts in the lower triangle;
 * a free-energy surface F(RMSD, Rg) = -kT ln p(RMSD, Rg) in kJ/mol from a 2-D histogram of all replicas'
-  frames, T from ``--temperature``, else ``run.json``, else 300 K; F = 0 at the most populated bin,
+  frames, T from ``run.json``, else ``--temperature``, else 300 K (a ``--temperature`` other than ``run.json``'s is
+  refused: one temperature's frames are not reweighted to another); F = 0 at the most populated bin,
   unsampled bins are left empty (NaN in the figure, null in the JSON).
 
 A parallel-tempering run (``flashschnet-simulate --temperatures``; :meth:`RunDir.ladder`) is analysed per
@@ -126,6 +127,13 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
     if s.temperature_K is not None:
         not_for_tempering("--temperature", f"{s.temperature_K:g}", rd, ladder,
                           "it is analysed per temperature, each with its own kT")
+        ran = cfg.get("temperature_K")
+        if isinstance(ran, (int, float)) and not isinstance(ran, bool) and abs(float(ran) - s.temperature_K) > 1e-9:
+            raise InputError(f"--temperature {s.temperature_K:g} contradicts the run's own {float(ran):g} K "
+                             f"({os.path.join(run_dir, 'run.json')}): F = -kT ln p of frames sampled at "
+                             f"{float(ran):g} K is the free energy at {float(ran):g} K only, and one temperature's "
+                             "frames cannot be reweighted to another; drop --temperature (parallel tempering, "
+                             "flashschnet-simulate --temperatures, samples several)")
     if s.replicas is not None:
         not_for_tempering("--replicas", ",".join(map(str, s.replicas)), rd, ladder,
                           "it is analysed per temperature from its T<K>.dcd files, not per walker")
@@ -171,12 +179,8 @@ def analyze(settings: AnalyzeSettings, progress: bool = True, echo: Callable[[st
     if ladder is not None:               # each temperature its own kT; run.json's temperature_K is not one of them
         temperature, t_source = None, ("run.json (temperatures)" if cfg.get("temperatures")
                                        else "the T<K>.dcd file names (to 0.1 K)")
-    elif s.temperature_K is not None:
+    elif s.temperature_K is not None:      # (the run's own temperature, or a run that recorded none: checked above)
         temperature, t_source = float(s.temperature_K), "--temperature"
-        ran = cfg.get("temperature_K")
-        if isinstance(ran, (int, float)) and abs(float(ran) - temperature) > 1e-9:
-            notes.append(f"--temperature {temperature:g}: the run ran at {float(ran):g} K (run.json); F(RMSD, Rg) "
-                         f"uses kT at {temperature:g} K of frames sampled at {float(ran):g} K, as asked")
     elif isinstance(cfg.get("temperature_K"), (int, float)):
         temperature, t_source = float(cfg["temperature_K"]), "run.json"
     else:

@@ -267,6 +267,45 @@ def _platforms(dirs: Dict[str, str]) -> str:
     return f"{names['martini']} for MARTINI 3, {names['flashschnet']} for FlashSchNet"
 
 
+def earlier_runs(dirs: Dict[str, str], steps: Dict[str, int]) -> Dict[str, Optional[Tuple[int, int]]]:
+    """What an earlier compare into the same ``--out`` left, per run: None (nothing to continue: no run, or one
+    stopped before its first checkpoint, which :func:`pick_up` moves aside), or ``(step reached, steps)`` of a run
+    to continue (its resume checks the settings against its ``run.json``). Both runs complete is one line: the
+    comparison is done (``--analyse-only`` re-analyses it)."""
+    from .runner.directory import resumed_step
+
+    found: Dict[str, Optional[Tuple[int, int]]] = {}
+    for name, d in dirs.items():
+        ckpt = os.path.join(d, "checkpoint.chk")
+        found[name] = (resumed_step(d), steps[name]) if os.path.exists(ckpt) else None
+    if all(v is not None and v[0] >= v[1] for v in found.values()):
+        raise InputError(f"{dirs['martini']} and {dirs['flashschnet']}: both runs are done; re-analyse them with "
+                         "--analyse-only or choose another --out")
+    return found
+
+
+def pick_up(dirs: Dict[str, str], earlier: Dict[str, Optional[Tuple[int, int]]]) -> list:
+    """Prepare the run directories an earlier, failed compare left: a run stopped before its first checkpoint is
+    moved aside (``<dir>.incomplete``, ``.incomplete-2``, ...: nothing of it is reused, nothing deleted); returns
+    the notes saying what is picked up and what was moved."""
+    notes = []
+    for name, d in dirs.items():
+        what = "MARTINI 3" if name == "martini" else "FlashSchNet"
+        if earlier[name] is not None:
+            at, steps = earlier[name]
+            state = "done; reused" if at >= steps else f"at step {at} of {steps}; continued"
+            notes.append(f"{d}: the {what} run of an earlier compare is {state} (its settings checked against its "
+                         "run.json)")
+        elif os.path.isdir(d) and os.listdir(d):
+            aside, k = f"{d}.incomplete", 1
+            while os.path.exists(aside):
+                k += 1
+                aside = f"{d}.incomplete-{k}"
+            os.replace(d, aside)
+            notes.append(f"{d}: an earlier {what} run stopped before its first checkpoint; moved to {aside}, run again")
+    return notes
+
+
 def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
             echo: Callable[[str], None] = print, given: Sequence[str] = ()) -> Dict[str, object]:
     """Run (unless ``analyse_only``) both simulations and write the report; returns the result dict. ``given``:
@@ -288,18 +327,15 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
 
         make_run_dir(out)                  # the report goes there: a read-only --out is one line (exit 2) now
     else:
-        for d in dirs.values():
-            if os.path.exists(os.path.join(d, "run.json")):
-                raise InputError(f"{d}: already holds a run; re-analyse it with --analyse-only or choose another --out")
         if s.replicas < 1 or s.frames < 1 or s.martini_ns <= 0 or s.flashschnet_ns <= 0:
             raise InputError("--replicas and --frames must be >= 1 and the simulated times positive")
         if s.workers is not None and not 1 <= s.workers <= s.replicas:
             raise InputError(f"--workers {s.workers}: must be between 1 and --replicas ({s.replicas})")
         from ..limits import check_replicas
         from .cg_setup import load_inputs
-        from .martini.run import MartiniSettings, run_martini
+        from .martini.run import MartiniSettings, check_resume as check_martini_resume, run_martini
         from .runner import make_run_dir
-        from .simulate import RunSettings, run
+        from .simulate import RunSettings, check_resume, run
 
         # every setting of both runs is checked before the first starts (MARTINI takes long)
         steps, interval = s.steps(s.martini_ns, MARTINI_DT_FS)
@@ -315,6 +351,11 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
         flash.steps, flash.report_interval = s.steps(s.flashschnet_ns, flash.step_fs)
         martini.validate()
         flash.validate()
+        earlier = earlier_runs(dirs, {"martini": martini.steps, "flashschnet": flash.steps})
+        if earlier["martini"] is not None:       # a run to continue: its settings and inputs checked now, not
+            check_martini_resume(martini)         # after the other run's minutes
+        if earlier["flashschnet"] is not None:
+            check_resume(flash)
         cleaned = clean_pdb(s.pdb)             # what both runs will map (each cleans the PDB the same way)
         # FlashSchNet's inputs as its run will load them -- the model and its filter tables, the mapping, the
         # priors against the structure, the inner model against the structure and its teacher -- before MARTINI
@@ -322,11 +363,13 @@ def compare(settings: CompareSettings, machine: str = "", progress: bool = True,
         inputs = load_inputs(replace(flash), structure=cleaned)
         check_replicas(s.replicas, inputs.mol.n_beads)
         make_run_dir(out)
+        for note in pick_up(dirs, earlier):
+            echo(f"note: {note}")
         echo(f"MARTINI 3: {martini.steps} steps of {MARTINI_DT_FS:g} fs")
-        run_martini(martini, progress=progress, echo=echo)
+        run_martini(martini, resume=earlier["martini"] is not None, progress=progress, echo=echo)
         echo(f"FlashSchNet: {flash.steps} steps of {flash.step_fs:g} fs x {s.replicas} replicas"
              + (f" in {workers} processes of one thread (--workers 1: one process)" if workers > 1 else ""))
-        run(flash, progress=progress, echo=echo)
+        run(flash, resume=earlier["flashschnet"] is not None, progress=progress, echo=echo)
 
     from ..checkpoint import load_model
 

@@ -45,5 +45,18 @@ def missing_platform(name: str) -> str:
 
         return f"{head}: {explain_failure(failure, Env.current())['line']}"
     if name == "CUDA":
+        from ..doctor import nvidia_driver_present
+
+        if not nvidia_driver_present():       # the extra would install a platform that cannot load here
+            return (f"{head}: this machine has no NVIDIA driver (libcuda.so.1 does not load), so no CUDA platform "
+                    "can run here, installed or not; use --platform CPU or Reference here, CUDA on a GPU machine "
+                    "(flashschnet-doctor says what a machine has)")
         return f"{head}: the CUDA platform is not installed; pip install 'flashschnet[{cuda_extra()}]'"
     return head
+
+
+def platform_name(name: str) -> str:
+    """OpenMM's spelling of a platform named in any case (``cuda`` -> ``CUDA``, ``reference`` -> ``Reference``),
+    among the platforms loaded here and those OpenMM can have; another name is returned as given."""
+    known = dict.fromkeys(loaded_platforms() + ["Reference", "CPU", "CUDA", "OpenCL", "HIP", "Metal"])
+    return next((k for k in known if k.lower() == str(name).lower()), name)

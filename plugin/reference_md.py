@@ -37,8 +37,9 @@ def reference_md(pdb: str, out: str, frames: int, interval: int = 500, temperatu
     check_finite(temperature_K, "--temperature", "K", positive=True)
     check_finite(friction_per_ps, "friction", "1/ps", nonnegative=True)
     check_seed(seed)
-    from .platforms import loaded_platforms, missing_platform
+    from .platforms import loaded_platforms, missing_platform, platform_name
 
+    platform = platform_name(platform)
     if platform not in loaded_platforms():
         raise InputError(missing_platform(platform))
     try:

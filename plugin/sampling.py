@@ -33,7 +33,8 @@ two): pymbar's ``g`` is biased high by ~0.05 there, more than the error of a mea
 Too little data is said, not hidden (a warning per case, in the result):
 
 * fewer than :data:`MIN_FRAMES` finite frames: no estimate (``status`` ``"not enough frames"``);
-* fewer than :data:`MIN_SAMPLES` effective samples per series (``n / g``): ``g`` is reported as a **lower bound**
+* fewer than :data:`MIN_SAMPLES` effective samples per replica (``n / g``, the mean over the replicas: the
+  ``ess`` reported, the one figure of effective samples everywhere): ``g`` is reported as a **lower bound**
   (ESS and ESS/hour as upper bounds; ``status`` ``"lower bound"``). pymbar's estimate is biased low on short
   series: on AR(1) series its mean is 0.80 of the true ``g`` at 10 samples per ``g``, 0.94 at 20, 1.02 at 50;
 * a constant series (e.g. Q = 1 in every frame): ``g`` is undefined (``status`` ``"constant"``);
@@ -241,11 +242,12 @@ def _errors(pairs: List[Tuple[np.ndarray, float]], frame_ps: float, wall_s: Opti
         hours = wall_s / 3600.0
         out["ess_per_hour"] = _value(out["ess"]["value"] / hours, out["ess"]["error"] / hours)
         out["ess_per_hour_aggregate"] = _value(out["ess_total"]["value"] / hours, out["ess_total"]["error"] / hours)
-    samples = frames.mean() / g_mean
+    samples = out["ess"]["value"]          # the table's figure: the mean of frames / g over the replicas
     if samples < MIN_SAMPLES:
         out["status"], out["bound"] = "lower bound", "lower"
-        warnings.append(f"{name}: only {samples:.3g} effective samples per replica (fewer than {MIN_SAMPLES}): g is "
-                        "a lower bound and ESS/hour an upper bound; run longer")
+        warnings.append(f"{name}: only {samples:.3g} effective samples per replica (frames / g, the mean over the "
+                        f"replicas; fewer than {MIN_SAMPLES}): g is a lower bound and ESS/hour an upper bound; run "
+                        "longer")
     else:
         out["status"] = "ok"
     return out

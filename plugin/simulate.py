@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import os
 import random
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Callable, ClassVar, List, Optional, Sequence
 
 import torch
@@ -237,15 +237,7 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     """
     s = settings
     out = run_dir(s.out)
-    given = set(given) if given is not None else {k for k, v in asdict(s).items() if v is not None}
-    if s.compress == "auto":
-        given.discard("compress")                # the default: a resumed run keeps what its own default chose
-    if s.temperatures and "temperature_K" in given:
-        raise InputError(f"{flag('temperature_K')} {s.temperature_K:g} with {flag('temperatures')}: parallel tempering "
-                         f"runs each walker at its rung of the ladder; leave {flag('temperature_K')} out")
-    for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, given=given, files=_FILES,
-                                   needed=_NEEDED_ON_RESUME, defaults=_DEFAULTS_OF_NEWER_KEYS, options=FLAGS).items():
-        setattr(s, key, value)
+    _open(s, out, resume, given)
     if s.temperatures:
         s.temperature_K = None                   # the ladder's (run.json files of older versions said 300)
     require_new_run_inputs(resume, [("the PDB file", s.pdb), ("--model", s.model), ("--steps", s.steps)])
@@ -291,6 +283,29 @@ def run(settings: RunSettings, resume: bool = False, progress: bool = True,
     result = run_job(job, resume=resume, progress=progress, echo=echo)
     result.notes = list(mol.notes)
     return result
+
+
+def _open(s: RunSettings, out: str, resume: bool, given: Optional[Sequence[str]], write: bool = True) -> None:
+    """``out`` opened for a new run of ``s``, or for continuing the run there (``resume``: ``s`` takes the settings
+    not ``given`` from its run.json; the given ones that fix the run and the input files are checked against it)."""
+    given = set(given) if given is not None else {k for k, v in asdict(s).items() if v is not None}
+    if s.compress == "auto":
+        given.discard("compress")                # the default: a resumed run keeps what its own default chose
+    if s.temperatures and "temperature_K" in given:
+        raise InputError(f"{flag('temperature_K')} {s.temperature_K:g} with {flag('temperatures')}: parallel tempering "
+                         f"runs each walker at its rung of the ladder; leave {flag('temperature_K')} out")
+    for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, given=given, files=_FILES,
+                                   needed=_NEEDED_ON_RESUME, defaults=_DEFAULTS_OF_NEWER_KEYS, options=FLAGS,
+                                   write=write).items():
+        setattr(s, key, value)
+
+
+def check_resume(settings: RunSettings) -> None:
+    """What :func:`run` with ``resume=True`` checks of the run it would continue -- the settings against its
+    run.json, the input files by content -- on a copy of ``settings``, nothing run or written
+    (``flashschnet-compare`` calls it before the MARTINI run starts)."""
+    s = replace(settings)
+    _open(s, run_dir(s.out), True, None, write=False)
 
 
 def _ran(s: RunSettings, inputs: CGInputs) -> dict:

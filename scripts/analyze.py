@@ -61,8 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="reference structure (PDB) for RMSD, Q and the native contact map (default: the run's "
                         "topology.pdb, its starting structure); CG beads of the same name, or an all-atom PDB's CA")
     p.add_argument("--temperature", type=float_type(0.0, low_open=True), default=None,
-                   help="temperature for F = -kT ln p, K (default: run.json's, else 300); refused for a "
-                        "parallel-tempering run, whose temperatures each use their own kT")
+                   help="temperature for F = -kT ln p, K, for a run that recorded none (default: run.json's, "
+                        "else 300); another than run.json's is refused (one temperature's frames are not "
+                        "reweighted), as it is for a parallel-tempering run, whose temperatures each use their own kT")
     p.add_argument("--stride", type=COUNT, default=1, help="use every K-th frame (default 1)")
     p.add_argument("--replicas", type=replica_list, default=None,
                    help="replicas to analyse, e.g. 0,1 (default all); refused for a parallel-tempering run, which "

@@ -32,8 +32,8 @@ from typing import Any, Dict, List, Optional
 
 from flashschnet.names import COMPRESSIONS, DEFAULT_KNOTS, MATMULS, NETWORK_FORCES, PRECISIONS, VARIANTS
 
-from ._cli import (Parser, THREADS, backend_list, check_output_file, exit_statuses, float_type, int_type, name_list,
-                   write_failure)
+from ._cli import (Parser, THREADS, backend_list, check_not_an_input, check_output_file, exit_statuses, float_type,
+                   int_type, name_list, write_failure)
 
 PROG = "flashschnet-benchmark"
 
@@ -190,6 +190,7 @@ def _benchmark(args, argv, pdb: Path) -> int:
         names={f: flag(f) for f in ("compress", "compress_knots")})
     knots = (args.compress_knots or DEFAULT_KNOTS) if tabulated else None
     check_output_file(args.out, "--out")
+    check_not_an_input(args.out, "--out", [("--model", args.model), ("--pdb", args.pdb)])
     threads = args.threads if args.threads is not None else torch.get_num_threads()
     torch.set_num_threads(threads)
     model = _input_file(args.model, "--model") if args.model is not None else None

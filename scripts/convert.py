@@ -14,7 +14,7 @@ import os
 import sys
 from typing import List, Optional
 
-from ._cli import Parser, check_output_file, exit_statuses, finish
+from ._cli import Parser, check_not_an_input, check_output_file, exit_statuses, finish
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,6 +42,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         from flashschnet.errors import InputError, OutputError
 
         check_output_file(args.output, "OUTPUT")
+        check_not_an_input(args.output, "OUTPUT", [("INPUT model", args.input)])
         if os.path.exists(args.output) and not args.force:
             raise InputError(f"{args.output}: exists; choose another OUTPUT or pass --force")
         ckpt = convert_mlcg(args.input)

@@ -19,8 +19,8 @@ import os
 import sys
 from typing import List, Optional
 
-from ._cli import (Parser, SEED, THREADS, check_output_dir, check_output_file, exit_statuses, finish, float_type, int_type,
-                   require_extras)
+from ._cli import (Parser, SEED, THREADS, check_not_an_input, check_output_dir, check_output_file, exit_statuses,
+                   finish, float_type, int_type, require_extras)
 
 
 def _device(text: str) -> str:
@@ -122,6 +122,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             from flashschnet.openmm.reference_md import reference_md
 
             check_output_file(args.out, "--out")
+            check_not_an_input(args.out, "--out", [("PDB", args.pdb)])
             return reference_md(args.pdb, args.out, args.frames, interval=args.interval, temperature_K=args.temperature,
                                 dt_fs=args.dt, seed=args.seed, platform=args.platform,
                                 equilibration_steps=args.equilibration, progress=not args.quiet, echo=echo)

@@ -146,12 +146,13 @@ class Rebuilder:
         import openmm.app as app
         from pdbfixer import PDBFixer
 
-        from ..platforms import loaded_platforms, missing_platform
+        from ..platforms import loaded_platforms, missing_platform, platform_name
 
         self.skeleton, self.settings, self.variants = skeleton, settings, variants
-        if settings.platform not in loaded_platforms():
-            raise InputError(missing_platform(settings.platform))
-        self.platform = openmm.Platform.getPlatformByName(settings.platform)
+        name = platform_name(settings.platform)
+        if name not in loaded_platforms():
+            raise InputError(missing_platform(name))
+        self.platform = openmm.Platform.getPlatformByName(name)
         self.forcefield = app.ForceField(*FORCE_FIELDS)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

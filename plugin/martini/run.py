@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Callable, ClassVar, Optional, Sequence
 
 import numpy as np
@@ -109,6 +109,23 @@ def degrees_of_freedom(system: openmm.System) -> int:
     return 3 * massive - system.getNumConstraints()
 
 
+def _open(s: MartiniSettings, out: str, resume: bool, given: Optional[Sequence[str]], write: bool = True) -> None:
+    """``out`` opened for a new run of ``s``, or for continuing the run there (``resume``: the settings not
+    ``given`` taken from its run.json, the given ones that fix the run and the input files checked against it)."""
+    given = set(given) if given is not None else {k for k, v in asdict(s).items() if v is not None}
+    for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, given=given, files=_FILES,
+                                   needed=("forcefield_dir",), defaults={"go": False}, options=FLAGS,
+                                   write=write).items():
+        setattr(s, key, value)
+
+
+def check_resume(settings: MartiniSettings) -> None:
+    """What :func:`run_martini` with ``resume=True`` checks of the run it would continue, on a copy of
+    ``settings``, nothing run or written (``flashschnet-compare`` calls it before either run starts)."""
+    s = replace(settings)
+    _open(s, run_dir(s.out), True, None, write=False)
+
+
 def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool = True,
                 echo: Callable[[str], None] = print, given: Optional[Sequence[str]] = None) -> RunResult:
     """Build (or, with ``resume``, reload) the MARTINI 3 system of ``settings.pdb`` and run Langevin dynamics;
@@ -122,10 +139,7 @@ def run_martini(settings: MartiniSettings, resume: bool = False, progress: bool 
     at ``steps`` changes nothing and returns ``nothing_to_do=True``."""
     s = settings
     out = run_dir(s.out)
-    given = set(given) if given is not None else {k for k, v in asdict(s).items() if v is not None}
-    for key, value in open_run_dir(out, resume, asdict(s), _FIXED_ON_RESUME, given=given, files=_FILES,
-                                   needed=("forcefield_dir",), defaults={"go": False}, options=FLAGS).items():
-        setattr(s, key, value)
+    _open(s, out, resume, given)
     s.forcefield_dir = os.path.abspath(s.forcefield_dir) if s.forcefield_dir else s.forcefield_dir
     require_new_run_inputs(resume, [("the PDB file", s.pdb), ("--forcefield-dir", s.forcefield_dir),
                                     ("--steps", s.steps)])

@@ -14,7 +14,7 @@ from .resume import resume_settings
 def open_run_dir(out: str, resume: bool, current: Dict[str, object], fixed: Sequence[str],
                  given: Optional[Iterable[str]] = None, files: Optional[Dict[str, Sequence[str]]] = None,
                  needed: Iterable[str] = (), defaults: Optional[Dict[str, object]] = None,
-                 options: Optional[Dict[str, str]] = None) -> Dict[str, object]:
+                 options: Optional[Dict[str, str]] = None, write: bool = True) -> Dict[str, object]:
     """Check that ``out`` can hold a new run, or, with ``resume``, holds one these settings may continue.
 
     Parameters
@@ -39,6 +39,9 @@ def open_run_dir(out: str, resume: bool, current: Dict[str, object], fixed: Sequ
         Values of settings that run.json files written before the setting existed implicitly had.
     options : dict, optional
         Command-line spellings of settings, for messages (default ``--key-with-dashes``).
+    write : bool
+        Bring ``run.json`` up to date (False: only check, nothing written -- a caller that checks a resume before
+        other long work, e.g. ``flashschnet-compare`` before MARTINI).
 
     Returns
     -------
@@ -73,7 +76,7 @@ def open_run_dir(out: str, resume: bool, current: Dict[str, object], fixed: Sequ
     values, record = resume_settings(out, stored, current, given, fixed, files=files or {}, needed=needed,
                                      defaults=defaults, options=options or {})
     steps = values.get("steps", current.get("steps"))
-    if record != stored and (steps is None or resumed_step(out) < steps):
+    if write and record != stored and (steps is None or resumed_step(out) < steps):
         write_run_json(out, record)
     return values
 

@@ -26,6 +26,8 @@ def test_readme_python_example_runs_from_any_folder(tmp_path):
     assert "trpcage_trained.pt" in script.read_text()            # the trained model, not the random placeholder
     res = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, f"README.md's Python example failed:\n{res.stdout[-2000:]}\n{res.stderr[-3000:]}"
+    lines = res.stdout.strip().splitlines()                       # what it computed, with its units
+    assert len(lines) == 2 and lines[0].endswith(" kJ/mol") and lines[1].endswith(" kcal/mol"), res.stdout
 
 
 ACTIVATE = 'source "$(bash tools/venv.sh)/bin/activate"'

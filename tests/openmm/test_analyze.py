@@ -10,6 +10,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import mdtraj as md
@@ -142,14 +143,20 @@ def test_report_of_a_simulate_run_matches_a_direct_computation(sim_run, tmp_path
 
 def test_options_replicas_stride_temperature_reference(sim_run, tmp_path, capsys):
     out = tmp_path / "opts"
-    rc, err = _analyze(capsys, sim_run, "--out", out, "--replicas", "1", "--stride", "2", "--temperature", "350",
+    # --temperature other than the run's own: one line before any work (F at another kT of these frames is not
+    # the free energy there)
+    t0 = time.perf_counter()
+    _one_line_error(*_analyze(capsys, sim_run, "--out", out, "--temperature", "350"),
+                    "--temperature 350 contradicts the run's own 300 K", "run.json", "drop --temperature")
+    assert time.perf_counter() - t0 < 5 and not out.exists()
+    rc, err = _analyze(capsys, sim_run, "--out", out, "--replicas", "1", "--stride", "2", "--temperature", "300",
                        "--reference", PDB, "--bins", "3")
     assert rc == 0, err
     rep = json.loads((out / "report.json").read_text())
     assert [r["replica"] for r in rep["replicas"]] == [1] and list(rep["log"]) == ["1"]
     assert rep["replicas"][0]["step"] == [0, 20, 40] and rep["replicas"][0]["frames"] == 3
-    assert rep["temperature_K"] == 350 and rep["kT_kJ_mol"] == pytest.approx(MOLAR_GAS_CONSTANT_KJ_MOL_K * 350)
-    assert any(n.startswith("--temperature 350: the run ran at 300 K") for n in rep["notes"])     # said, not silent
+    assert rep["temperature_K"] == 300 and rep["kT_kJ_mol"] == pytest.approx(MOLAR_GAS_CONSTANT_KJ_MOL_K * 300)
+    assert rep["temperature_source"] == "--temperature"
     assert rep["input_warnings"] == []
     assert rep["fes"]["bins"] == 3 and len(rep["fes"]["free_energy_kJ_mol"]) == 3
     # the all-atom PDB's CA atoms are the 5-bead mapping's CA beads: same RMSD as against topology.pdb
@@ -160,6 +167,15 @@ def test_options_replicas_stride_temperature_reference(sim_run, tmp_path, capsys
     ref = aa.xyz[0, aa.topology.select("name CA")].astype(float)
     assert np.abs(np.array(rep["replicas"][0]["rmsd_nm"]) - kabsch_align(frames, ref)[0]).max() < 1e-5
     assert rep["reference"] == os.path.abspath(PDB)
+    # a run that recorded no temperature: --temperature sets kT
+    d = _copy(sim_run, tmp_path / "no_temperature")
+    cfg = json.loads((d / "run.json").read_text())
+    del cfg["temperature_K"]
+    (d / "run.json").write_text(json.dumps(cfg))
+    rc, err = _analyze(capsys, d, "--out", tmp_path / "t350", "--temperature", "350", "--bins", "3")
+    assert rc == 0, err
+    rep350 = json.loads((tmp_path / "t350" / "report.json").read_text())
+    assert rep350["temperature_K"] == 350 and rep350["kT_kJ_mol"] == pytest.approx(MOLAR_GAS_CONSTANT_KJ_MOL_K * 350)
 
 
 def _martini_dir(path: Path, n_res=12, n_water=30, n_frames=5, seed=0):

@@ -228,6 +228,43 @@ def test_analyse_only_checks_the_options_against_the_runs(tiny, capsys):
     assert "note: --threads: not used by --analyse-only" in capsys.readouterr().err
 
 
+
+def test_a_rerun_picks_up_what_a_failed_compare_left(tiny, tmp_path, capsys):
+    """Into the same --out, a rerun continues a run that stopped (its settings checked against its run.json), reuses
+    one that is done, and moves a run that stopped before its first checkpoint aside (nothing deleted), each with a
+    note; then writes the report. Both runs done is one line pointing at --analyse-only."""
+    out, args, _ = tiny
+    cmp = shutil.copytree(out, tmp_path / "cmp")
+    rerun = [str(cmp) if a == str(out) else a for a in args]
+    (cmp / "comparison.json").unlink()
+    (cmp / "flashschnet" / "checkpoint.chk").unlink()           # FlashSchNet died before its first checkpoint
+    capsys.readouterr()
+    assert main(rerun) == 0
+    err = capsys.readouterr().err
+    assert f"{cmp / 'martini'}: the MARTINI 3 run of an earlier compare is done; reused" in err, err
+    assert (f"{cmp / 'flashschnet'}: an earlier FlashSchNet run stopped before its first checkpoint; moved to "
+            f"{cmp / 'flashschnet'}.incomplete, run again") in err, err
+    assert (cmp / "flashschnet.incomplete" / "run.json").exists() and (cmp / "comparison.json").exists()
+    assert json.loads((cmp / "comparison.json").read_text())["flashschnet"]["speed"]["steps"] == 50
+    # twice the time at the same frame interval: both runs are continued from where they stopped
+    longer = [{"0.004": "0.008", "0.0002": "0.0004", "5": "10"}.get(a, a) for a in rerun]
+    assert main(longer) == 0
+    err = capsys.readouterr().err
+    assert "the MARTINI 3 run of an earlier compare is at step 200 of 400; continued" in err, err
+    assert "the FlashSchNet run of an earlier compare is at step 50 of 100; continued" in err, err
+    res = json.loads((cmp / "comparison.json").read_text())
+    assert res["martini"]["speed"]["steps"] == 400 and res["flashschnet"]["speed"]["steps"] == 100
+    assert main(longer) == 2
+    assert "both runs are done; re-analyse them with --analyse-only" in capsys.readouterr().err
+    # a setting that differs from a run to continue: one line before either run takes a step
+    (cmp / "comparison.json").unlink()
+    martini_log = (cmp / "martini" / "log.csv").read_bytes()
+    again = [{"0.008": "0.012", "0.0004": "0.0006", "10": "15"}.get(a, a) for a in longer]
+    assert main(again + ["--seed", "7"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "--seed 7 (the run's: " in err and "MARTINI 3:" not in err, err
+    assert (cmp / "martini" / "log.csv").read_bytes() == martini_log and not (cmp / "comparison.json").exists()
+
 # -- run directories under damage (issue 40; tests/fuzz/test_fuzz_run_dirs.py fuzzes the CG runs) ------------------
 
 #: the files of the comparison's runs fuzzed here (a seeded draw of damages each: tests/helpers/run_damage.py)

@@ -27,10 +27,29 @@ def test_the_extra_follows_torchs_cuda_version(monkeypatch):
 
 
 def test_cuda_not_installed_names_the_extra(monkeypatch):
+    import flashschnet.doctor
+
     _failures(monkeypatch)
+    monkeypatch.setattr(flashschnet.doctor, "nvidia_driver_present", lambda: True)
     msg = platforms.missing_platform("CUDA")
     assert msg == ("OpenMM platform 'CUDA' is not available here (available: Reference, CPU): the CUDA platform is "
                    f"not installed; pip install 'flashschnet[{cuda_extra()}]'")
+
+
+def test_cuda_neither_installed_nor_possible_without_a_driver_suggests_no_install(monkeypatch):
+    """No CUDA plugin and no NVIDIA driver: the extra cannot help here, so the line says what is missing."""
+    import flashschnet.doctor
+
+    _failures(monkeypatch)
+    monkeypatch.setattr(flashschnet.doctor, "nvidia_driver_present", lambda: False)
+    msg = platforms.missing_platform("CUDA")
+    assert "this machine has no NVIDIA driver (libcuda.so.1 does not load)" in msg and "pip install" not in msg, msg
+    assert "--platform CPU or Reference" in msg and "flashschnet-doctor" in msg, msg
+
+
+def test_platform_names_in_any_case():
+    assert [platforms.platform_name(n) for n in ("cuda", "reference", "Cpu", "CPU", "opencl", "Vulkan")] == \
+        ["CUDA", "Reference", "CPU", "CPU", "OpenCL", "Vulkan"]
 
 
 def test_cuda_without_a_driver_says_so_and_installs_nothing(monkeypatch):
@@ -70,3 +89,12 @@ def test_triton_backend_without_a_gpu_names_the_extra(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     with pytest.raises(InputError, match=r"needs a CUDA device .*pip install 'flashschnet\[cuda1[23]\]'"):
         resolve_backend("triton", "cpu")
+
+
+def test_a_run_records_the_platform_as_openmm_spells_it(tmp_path):
+    from flashschnet.openmm.simulate import RunSettings
+
+    s = RunSettings(pdb=str(EXAMPLES / "1L2Y_trpcage.pdb"), model=str(EXAMPLES / "trpcage_placeholder.pt"),
+                    out=str(tmp_path / "o"), steps=10, platform="reference")
+    s.validate()
+    assert s.platform == "Reference"

@@ -108,6 +108,19 @@ def test_a_short_series_is_a_lower_bound():
     assert estimate(ar1(0.8, (1, 5000), seed=4), 1.0, 60.0)["status"] == "ok"
 
 
+
+def test_the_warning_gives_the_tables_effective_samples():
+    """One estimator of effective samples per replica everywhere: the warning's figure is the reported ``ess`` (the
+    mean over replicas of frames / g), not frames over the mean g -- different numbers for replicas of unequal g."""
+    import re
+
+    x = np.concatenate([ar1(0.95, (1, 120), seed=7), ar1(0.6, (1, 120), seed=8)])
+    e = estimate(x, 1.0, 60.0, name="Rg")
+    assert e["replicas_used"] == 2 and e["status"] == "lower bound"
+    said = float(re.search(r"only ([\d.e+-]+) effective samples per replica", " ".join(e["warnings"])).group(1))
+    assert said == pytest.approx(e["ess"]["value"], rel=1e-3)
+    assert abs(120 / e["g"]["value"] - e["ess"]["value"]) > 0.05 * e["ess"]["value"]   # the other figure differs
+
 def test_nan_frames_use_the_longest_finite_stretch():
     x = ar1(0.5, (2, 300), seed=5)
     x[0, 100] = np.nan                                      # replica 0: stretches of 100 and 199 frames

@@ -63,3 +63,28 @@ def test_a_usage_error_is_one_line(command, argv, capsys):
     prog = " ".join([f"flashschnet-{command}", *argv[:1]]) if command == "train" else f"flashschnet-{command}"
     assert info.value.code == 2 and len(err) == 1, err
     assert err[0].startswith(f"{prog}: error: ") and err[0].endswith(f"({prog} --help: the options)"), err
+
+
+@pytest.mark.parametrize("command", ["convert", "train", "benchmark"])
+def test_an_output_that_is_its_own_input_is_refused(command, tmp_path, capsys):
+    """convert's OUTPUT, train md's and benchmark's --out that is one of their inputs (by another spelling too): one
+    line, exit 2, --force or not, the input unchanged."""
+    import importlib
+    import shutil
+
+    from tests.conftest import EXAMPLES
+
+    main = importlib.import_module(f"flashschnet.scripts.{command}").main
+    src = {"convert": EXAMPLES / "trpcage_trained.pt", "train": EXAMPLES / "1L2Y_trpcage.pdb",
+           "benchmark": EXAMPLES / "trpcage_trained.pt"}[command]
+    given = tmp_path / src.name
+    shutil.copyfile(src, given)
+    same = str(tmp_path / "." / src.name)
+    argv, what = {"convert": ([str(given), same, "--force"], "OUTPUT"),
+                  "train": (["md", str(given), "--out", same, "--frames", "1"], "--out"),
+                  "benchmark": (["--model", str(given), "--out", same], "--out")}[command]
+    before = given.read_bytes()
+    assert main(argv) == 2
+    line = error_line(capsys.readouterr().err, f"flashschnet-{command}")
+    assert line.startswith(f"flashschnet-{command}: error: {what} {same} is the ") and "--force or not" in line, line
+    assert given.read_bytes() == before
