@@ -76,6 +76,18 @@ def same_file(a, b) -> bool:
         return os.path.abspath(os.fspath(a)) == os.path.abspath(os.fspath(b))
 
 
+def check_not_an_input(path, option: str, inputs) -> None:
+    """Refuse an output that is one of its command's own inputs (``inputs``: ``(what, path)`` pairs; the same file
+    by any spelling or link, :func:`same_file`), ``--force`` or not: it would be written over what it is made
+    from."""
+    from .errors import InputError
+
+    for what, given in inputs:
+        if given and same_file(path, given):
+            raise InputError(f"{option} {path} is the {what} itself: it would be written over its own input "
+                             "(--force or not); choose another file")
+
+
 @contextlib.contextmanager
 def atomic_write(path, mode: str = "wb", what: str = "writing", option: str = "--out", unique: bool = False,
                  **open_kwargs) -> Iterator:

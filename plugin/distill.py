@@ -22,7 +22,7 @@ from typing import Callable, Dict, Optional
 import numpy as np
 import torch
 
-from ..atomic import same_file
+from ..atomic import check_not_an_input
 from ..distill import InnerModel, fit, force_error, save_inner, template_for
 from ..errors import InputError, SimulationInstabilityError
 from ..limits import check_finite, check_seed, check_threads
@@ -78,10 +78,7 @@ class DistillSettings:
         check_seed(self.seed, "--seed")
         check_threads(self.threads, "--threads")
         self.options.validate()
-        for option, given in (("--model (the teacher)", self.model), ("PDB", self.pdb)):
-            if same_file(self.out, given):
-                raise InputError(f"--out {self.out} is the {option} itself: the inner model would be written over "
-                                 f"its own input (--force or not); choose another file")
+        check_not_an_input(self.out, "--out", [("--model (the teacher)", self.model), ("PDB", self.pdb)])
 
 
 def sample_frames(system, mol, s: DistillSettings, echo: Callable[[str], None]) -> np.ndarray:

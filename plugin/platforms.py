@@ -55,6 +55,17 @@ def missing_platform(name: str) -> str:
     return head
 
 
+def checked_platform(name: str) -> str:
+    """OpenMM's spelling of platform ``name`` (:func:`platform_name`), or InputError in one line
+    (:func:`missing_platform`) when it is not available here."""
+    from ..errors import InputError
+
+    name = platform_name(name)
+    if name not in loaded_platforms():
+        raise InputError(missing_platform(name))
+    return name
+
+
 def platform_name(name: str) -> str:
     """OpenMM's spelling of a platform named in any case (``cuda`` -> ``CUDA``, ``reference`` -> ``Reference``),
     among the platforms loaded here and those OpenMM can have; another name is returned as given."""

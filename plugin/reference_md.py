@@ -37,11 +37,9 @@ def reference_md(pdb: str, out: str, frames: int, interval: int = 500, temperatu
     check_finite(temperature_K, "--temperature", "K", positive=True)
     check_finite(friction_per_ps, "friction", "1/ps", nonnegative=True)
     check_seed(seed)
-    from .platforms import loaded_platforms, missing_platform, platform_name
+    from .platforms import checked_platform
 
-    platform = platform_name(platform)
-    if platform not in loaded_platforms():
-        raise InputError(missing_platform(platform))
+    platform = checked_platform(platform)
     try:
         pdbfile = app.PDBFile(pdb)
     except Exception as exc:                          # OpenMM raises several types for bad PDB text

@@ -76,18 +76,6 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help: the options)\n")
 
 
-def check_not_an_input(path: str, option: str, inputs) -> None:
-    """Refuse an output that is one of the command's own inputs (``inputs``: ``(what, path)`` pairs; the same file
-    by any spelling or link), ``--force`` or not: it would be written over what it is made from."""
-    from flashschnet.atomic import same_file
-    from flashschnet.errors import InputError
-
-    for what, given in inputs:
-        if given and same_file(path, given):
-            raise InputError(f"{option} {path} is the {what} itself: it would be written over its own input "
-                             "(--force or not); choose another file")
-
-
 def check_output_file(path: str, option: str) -> None:
     """An output file can be written at ``path``: not empty, not a directory, its folder exists (or can be
     created: it is, here); raises InputError naming ``option``."""

@@ -30,10 +30,11 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from flashschnet.atomic import check_not_an_input
 from flashschnet.names import COMPRESSIONS, DEFAULT_KNOTS, MATMULS, NETWORK_FORCES, PRECISIONS, VARIANTS
 
-from ._cli import (Parser, THREADS, backend_list, check_not_an_input, check_output_file, exit_statuses, float_type,
-                   int_type, name_list, write_failure)
+from ._cli import (Parser, THREADS, backend_list, check_output_file, exit_statuses, float_type, int_type, name_list,
+                   write_failure)
 
 PROG = "flashschnet-benchmark"
 

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import List, Optional
 
-from ._cli import Parser, check_not_an_input, check_output_file, exit_statuses, finish
+from ._cli import Parser, check_output_file, exit_statuses, finish
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +37,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
 
     def job(echo):
+        from flashschnet.atomic import check_not_an_input
         from flashschnet.checkpoint import write_checkpoint
         from flashschnet.convert import convert_mlcg
         from flashschnet.errors import InputError, OutputError

@@ -19,8 +19,8 @@ import os
 import sys
 from typing import List, Optional
 
-from ._cli import (Parser, SEED, THREADS, check_not_an_input, check_output_dir, check_output_file, exit_statuses,
-                   finish, float_type, int_type, require_extras)
+from ._cli import (Parser, SEED, THREADS, check_output_dir, check_output_file, exit_statuses, finish, float_type, int_type,
+                   require_extras)
 
 
 def _device(text: str) -> str:
@@ -119,6 +119,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     if args.step == "md":
         def job(echo):
+            from flashschnet.atomic import check_not_an_input
             from flashschnet.openmm.reference_md import reference_md
 
             check_output_file(args.out, "--out")

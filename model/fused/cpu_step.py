@@ -5,8 +5,9 @@ a table, on a CPU.
 orientations by the engine's :class:`~flashschnet.fused.node_ops.CNodeOps` (the same packs the composed path
 multiplies with), the blocks' tables and Hermite coefficients from its
 :class:`~flashschnet.fused.torch_engine.TableFilter` objects -- and keeps the step's buffers (grown when a step has
-more pairs than they hold). A call: the positions scaled, the engine's ``prepare`` (Verlet list, the pairs within
-the cutoff in their order), one C call, the energies summed as PyTorch sums them. What it computes is
+more pairs than they hold). A call: the positions scaled, the engine's Verlet list brought up to date (its
+displacement check in C), one C call (the pairs within the cutoff, their order and the network), the energies
+summed as PyTorch sums them. What it computes is
 :func:`flashschnet.fused.nodes.energy_forces_scaled` over the C kernels, bit for bit (tested).
 """
 from __future__ import annotations
@@ -16,7 +17,9 @@ from typing import List, Sequence, Tuple
 
 import torch
 
+from ..kernels.cpu_step import StepModel, StepWork
 from ..nn.layout import NodeWeights
+from .pair_loops import DISTANCE_BUCKETS, bucket_scale
 
 
 def _addresses(tensors: Sequence[torch.Tensor]):
@@ -39,20 +42,15 @@ class CStep:
     seg : Segments
         The step's segments (:func:`~flashschnet.fused.pair_loops.segments` of ``R`` replicas of ``N`` beads: fixed
         per engine, whose key holds the positions' shape).
-    buckets : int
-        Distance buckets of the pair order (:data:`~flashschnet.fused.pair_loops.DISTANCE_BUCKETS`).
     rc : float
         The graph cutoff (model length).
     skin : float
         The engine's Verlet skin (the list is rebuilt when a bead moved more than half of it).
     """
 
-    def __init__(self, lib, ops, weights: NodeWeights, tables: List, seg, buckets: int, rc: float, skin: float):
-        from ..kernels.cpu_step import StepModel, StepWork
-
+    def __init__(self, lib, ops, weights: NodeWeights, tables: List, seg, rc: float, skin: float):
         self.lib, self.ops, self.weights, self.tables = lib, ops, weights, tables
         self.R, self.N = int(seg.R), int(seg.N)
-        self._StepWork = StepWork
         keep: list = []          # everything a pointer in the C structs points into
 
         def arr(ts):
@@ -112,8 +110,8 @@ class CStep:
         self._keep = keep
         self._work = None
         self._pcap = -1
-        self.seg, self.buckets, self._rc = seg, int(buckets), float(rc)
-        self._inv_w = float(torch.tensor(buckets / rc, dtype=torch.float32))   # as the composed step's
+        self.seg, self._rc = seg, float(rc)
+        self._inv_w = float(bucket_scale(rc, torch.float32))
         self._half_skin2 = (0.5 * skin) ** 2
 
     def _buffers(self, L: int):
@@ -131,8 +129,8 @@ class CStep:
             z=e(sum(M * n for n in dims[1:-1])), g0=e(wide), g1=e(wide), gv=e(M * H), gm=e(M * F), gh=e(M * F),
             gp=e(M * 3), gpos=e(M * 3), part=e(parts * F), ppos=e(parts * 3), ks=i(self.nknots * pcap),
             wts=e(self.nknots * pcap * self.wstride), wi=i(pcap), wj=i(pcap), wd=e(pcap), oi=i(pcap), oj=i(pcap),
-            od=e(pcap), key=i(pcap), count=i(nseg * self.buckets + 1), start=i(nseg + 1))
-        self._work = self._StepWork(**{k: v.data_ptr() for k, v in self._bufs.items()})
+            od=e(pcap), key=i(pcap), count=i(nseg * DISTANCE_BUCKETS + 1), start=i(nseg + 1))
+        self._work = StepWork(**{k: v.data_ptr() for k, v in self._bufs.items()})
         self.model.pcap = pcap
         self._pcap = pcap
 
@@ -162,7 +160,7 @@ class CStep:
         forces = torch.empty(R, N, 3, dtype=torch.float32)
         seg = self.seg
         bad = self.lib.step_f32(ctypes.byref(self.model), ctypes.byref(self._work), L, nl.i.data_ptr(),
-                                nl.j.data_ptr(), self._rc, seg.SB, seg.NS, self.buckets, self._inv_w,
+                                nl.j.data_ptr(), self._rc, seg.SB, seg.NS, DISTANCE_BUCKETS, self._inv_w,
                                 pos.data_ptr(), types.data_ptr(), y.data_ptr(), forces.data_ptr(), force_scale,
                                 torch.get_num_threads(), self.ops._macs)
         if bad:

@@ -94,7 +94,7 @@ def _step(positions: torch.Tensor, bead_types: torch.Tensor, params: List[torch.
 
 
 #: the ops' schemas, defined with ``torch.library.Library`` rather than ``torch.library.custom_op``: its Python
-#: wrapper (argument checks, autograd registration) cost ~20 us more per call, measured on a 97-bead step, and
+#: wrapper (argument checks, autograd registration) cost ~35 us more per call, measured on a 97-bead step, and
 #: these ops have no autograd of their own (forces are computed, not differentiated)
 _LIB = torch.library.Library("flashschnet", "FRAGMENT")
 _LIB.define("energy_forces(Tensor positions, Tensor bead_types, Tensor[] params, int[] ints, float[] floats, "

@@ -40,6 +40,11 @@ def segments(R: int, N: int) -> Segments:
     return Segments(R, N, SB, -(-N // SB))
 
 
+def bucket_scale(rc: float, dtype: torch.dtype) -> torch.Tensor:
+    """``DISTANCE_BUCKETS / rc`` in the step's dtype: a distance times it is its bucket (before the clamp)."""
+    return torch.tensor(DISTANCE_BUCKETS / rc, dtype=dtype)
+
+
 def order_key(i: torch.Tensor, d: torch.Tensor, seg: Segments, inv_w: torch.Tensor) -> torch.Tensor:
     """The step's pair order as PyTorch ops (what ``order_pairs`` of :mod:`~flashschnet.kernels.cpu_pairs` sorts
     by, stably): segment of ``i``, then distance bucket."""

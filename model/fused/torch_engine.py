@@ -23,7 +23,7 @@ from ..neighbors import VerletList
 from ..nn.table import difference_rows, hermite_matrix
 from ..nn.layout import BasisSpec, FilterWeights, TableWeights, is_table
 from .node_ops import TORCH_NODE_OPS, CNodeOps
-from .pair_loops import DISTANCE_BUCKETS, PairLoops, order_key, segments
+from .pair_loops import PairLoops, bucket_scale, order_key, segments
 from .nodes import energy_forces_scaled
 
 
@@ -221,8 +221,7 @@ class TorchPairEngine:
             if self.fused_step:
                 raise RuntimeError("fused_step=True but the fused CPU step could not be built (see the log)")
             return None
-        self._step = CStep(lib, self.node_ops, weights, tables, segments(R, N), DISTANCE_BUCKETS, self.basis.rc_graph,
-                           self.verlet.skin)
+        self._step = CStep(lib, self.node_ops, weights, tables, segments(R, N), self.basis.rc_graph, self.verlet.skin)
         return self._step
 
     def _setup(self, positions: torch.Tensor) -> None:
@@ -268,7 +267,7 @@ class TorchPairEngine:
             i, j, d = nl.i.index_select(0, sel), nl.j.index_select(0, sel), d.index_select(0, sel)
         # the step's order (a function of the positions alone, like the rest): by segment, then distance
         seg = segments(R, N)
-        inv_w = torch.tensor(DISTANCE_BUCKETS / self.basis.rc_graph, dtype=positions.dtype)
+        inv_w = bucket_scale(self.basis.rc_graph, positions.dtype)
         if self.loops is not None:
             self.i, self.j, self.d, self.seg = self.loops.order_pairs(i, j, d, seg, float(inv_w))
         else:

@@ -8,11 +8,12 @@ aggregation, ``lin2 -> tanh``, ``lin`` + residual, the output MLP, and the hand-
 step's ordered pair list, calling the same kernels in the same order on buffers the caller keeps between steps:
 **the same bits as the composed path** (tested), on any thread count.
 
-Inputs (``M = R N`` beads, ``H`` node features, ``F`` filter channels, ``P`` pairs of the step in
-:func:`~flashschnet.kernels.cpu_pairs` ``order_pairs`` order): a :class:`StepModel` (the packed weights, tables and
-Hermite coefficients, fixed per model; :mod:`flashschnet.fused.cpu_step` fills it), a :class:`StepWork` (the
-buffers), and per call the pairs ``(i, j, d)``, their segments' starts, the positions ``[M, 3]`` (model length),
-the bead types ``[N]``; outputs the per-bead energies ``y [M]`` and the forces ``[M, 3]`` times ``force_scale``.
+Inputs (``M = R N`` beads, ``H`` node features, ``F`` filter channels): a :class:`StepModel` (the packed weights,
+tables and Hermite coefficients, fixed per model; :mod:`flashschnet.fused.cpu_step` fills it), a :class:`StepWork`
+(the buffers), and per call the Verlet list's pairs ``(i, j)`` (the step keeps those within the cutoff and puts
+them in :mod:`~flashschnet.kernels.cpu_pairs` ``order_pairs`` order), the positions ``[M, 3]`` (model length), the
+bead types ``[N]``; outputs the per-bead energies ``y [M]`` and the forces ``[M, 3]`` times ``force_scale``;
+``moved_f32`` is the Verlet list's displacement check.
 
 Built by :mod:`~flashschnet.kernels.cpu_build` like the others; :func:`library` returns None when no compiler works
 (the step then runs the composed path, the same bits).

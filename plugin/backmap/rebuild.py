@@ -146,13 +146,10 @@ class Rebuilder:
         import openmm.app as app
         from pdbfixer import PDBFixer
 
-        from ..platforms import loaded_platforms, missing_platform, platform_name
+        from ..platforms import checked_platform
 
         self.skeleton, self.settings, self.variants = skeleton, settings, variants
-        name = platform_name(settings.platform)
-        if name not in loaded_platforms():
-            raise InputError(missing_platform(name))
-        self.platform = openmm.Platform.getPlatformByName(name)
+        self.platform = openmm.Platform.getPlatformByName(checked_platform(settings.platform))
         self.forcefield = app.ForceField(*FORCE_FIELDS)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

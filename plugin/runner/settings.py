@@ -13,7 +13,7 @@ from typing import ClassVar, Optional
 
 from ...errors import InputError
 from ...limits import check_finite, check_seed, check_threads
-from ..platforms import loaded_platforms, missing_platform, platform_name
+from ..platforms import checked_platform
 from .directory import MAX_DCD_STEP, default_checkpoint_interval, default_report_interval
 from .resume import option_name
 
@@ -107,9 +107,7 @@ class DynamicsSettings:
         if self.checkpoint_interval < 1 or self.checkpoint_interval % self.report_interval:
             raise InputError(f"{flag('checkpoint_interval')} {self.checkpoint_interval} must be a positive multiple of "
                              f"{flag('report_interval')} {self.report_interval}")
-        self.platform = platform_name(self.platform)          # "cuda" is CUDA, as OpenMM spells it
-        if self.platform not in loaded_platforms():
-            raise InputError(missing_platform(self.platform))
+        self.platform = checked_platform(self.platform)       # "cuda" is CUDA, as OpenMM spells it
 
     def _check_temperature(self) -> None:
         check_finite(self.temperature_K, flag("temperature_K"), "K", positive=True)
