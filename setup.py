@@ -31,7 +31,7 @@ def _requirements(name):
     return [ln.split("#", 1)[0].strip() for ln in lines if ln.split("#", 1)[0].strip()]
 
 
-# Compatible ranges. The exact set we verified is requirements.txt (tools/venv.sh installs it; the extra
+# Compatible ranges. The exact set we verified is requirements.txt (tools/maintenance/venv.sh installs it; the extra
 # ``pinned`` is that set). Lower bounds: the verified release lines. Upper bounds: known breakages --
 # * openmm-torch: acellera's builds (module ``openmmtorch``) are the only ones on PyPI for torch >= 2.10
 #   (openmmtorch 1.5 fails at every TorchForce call with torch >= 2.10). We take ``acellera-openmmtorch-cpu``
@@ -43,8 +43,8 @@ def _requirements(name):
 #   openmm 8.6.1 + openmm-ml 1.8; CI runs a smoke subset of the suite with it). With openmm 8.6.x one thing crashes:
 #   deserializing a System that holds a TorchForce segfaults inside openmm-torch 1.10's TorchForceProxy::deserialize
 #   (acellera's build was compiled against OpenMM 8.5), which flashschnet never does; flashschnet-doctor warns about
-#   it, ``python tools/openmmtorch_xml_crash.py`` reproduces it without flashschnet (docs/install.md). 8.7: not
-#   released yet.
+#   it, ``python tools/maintenance/openmmtorch_xml_crash.py`` reproduces it without flashschnet (docs/install.md). 8.7:
+#   not released yet.
 # * openmm-ml < 1.9: 1.7 with openmm 8.5 (1.8 needs openmm >= 8.6.1), 1.8 with openmm 8.6.1.
 # * insane 1.2.0 imports pkg_resources, which setuptools 81 removed.
 OPENMM = "openmm>=8.5,<8.7"

@@ -5,7 +5,7 @@
 #   STEPS=10000 bash examples/quickstart.sh     # longer run (default 2000 steps = 8 ps at 4 fs)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-venv="$(bash "$root/tools/venv.sh")"
+venv="$(bash "$root/tools/maintenance/venv.sh")"
 out="$root/runs/quickstart"
 if [ -e "$out" ]; then      # an earlier quickstart's run: kept aside (the newest one), not deleted silently
     rm -rf "$out.previous"

@@ -5,7 +5,7 @@
 #   bash examples/train_trpcage.sh [WORKDIR]       (default runs/train_trpcage)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-venv="$(bash "$root/tools/venv.sh")"
+venv="$(bash "$root/tools/maintenance/venv.sh")"
 work="${1:-$root/runs/train_trpcage}"
 pdb="$root/examples/1L2Y_trpcage.pdb"
 mkdir -p "$work"

@@ -1,6 +1,6 @@
 """PyTorch's thread count of a CG run: the cores that no other program keeps busy when the run starts.
 
-Why (measured with ``tools/threads_benchmark.py``; the table: docs/benchmarks.md, "Threads on an idle and a
+Why (measured with ``tools/benchmarks/threads_benchmark.py``; the table: docs/benchmarks.md, "Threads on an idle and a
 loaded machine"). PyTorch's pip wheels run their parallel regions on GNU OpenMP (libgomp), whose idle threads
 spin for about 3 ms before they sleep. On a 2-core machine with nothing else running, PyTorch's default of 2
 threads is the fastest choice for the exact trp-cage model (1 thread: 25-35% slower). With one core kept busy by

@@ -3,7 +3,7 @@
 # Extra arguments go to pytest, e.g.  bash tests/run.sh -m "not slow" -x
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-venv="$(bash "$root/tools/venv.sh")"
+venv="$(bash "$root/tools/maintenance/venv.sh")"
 cd "$root"
 # one test process per core (pytest-xdist; FLASHSCHNET_TEST_WORKERS=0 runs them in this process), whole files
 # per process so module fixtures are built once

@@ -12,13 +12,13 @@ once, packing and unpacking); this package imports :mod:`flashschnet.nn`, never 
   :mod:`~flashschnet.fused.plans` (what a CFConv kernel reads that does not change from step to step),
   :mod:`~flashschnet.fused.node_plans` (the same for the fused node kernels),
   :mod:`~flashschnet.fused.workspace` (persistent buffers), :mod:`~flashschnet.fused.launches` (one launch per
-  kernel, and every launch a step can make: what ``tools/gpu_fit.py`` compiles) and
+  kernel, and every launch a step can make: what ``tools/device/gpu_fit.py`` compiles) and
   :mod:`~flashschnet.fused.tile_flags` (the tile-pair flags and work lists, by kernel or PyTorch ops);
 * :mod:`~flashschnet.fused.graph` -- opt-in CUDA-graph replay of a step;
 * :mod:`~flashschnet.fused.op` -- the ``flashschnet::energy_forces`` and ``energy_forces_scaled`` custom ops,
   one call per step;
 * :mod:`~flashschnet.fused.emulation` -- the triton kernels' tf32/bf16 filter products emulated on a CPU
-  (``tools/tf32_accuracy.py``).
+  (``tools/device/tf32_accuracy.py``).
 
 Importing this package registers the op, so a TorchScript network calling it (e.g. inside an openmm-torch
 ``TorchForce``, or a serialized System) can run; ``import flashschnet`` imports it.

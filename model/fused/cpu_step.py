@@ -3,7 +3,7 @@ a table, on a CPU.
 
 :class:`CStep` lays a model out for ``step_f32`` once per engine -- the dense layers' weights packed in both
 orientations by the engine's :class:`~flashschnet.fused.node_ops.CNodeOps` (the same packs the composed path
-multiplies with), the blocks' tables and Hermite coefficients from its
+multiplies with), the blocks' polynomial tables from its
 :class:`~flashschnet.fused.torch_engine.TableFilter` objects -- and keeps the step's buffers (grown when a step has
 more pairs than they hold). A call: the positions scaled, the engine's Verlet list brought up to date (its
 displacement check in C), one C call (the pairs within the cutoff, their order and the network), the energies
@@ -82,7 +82,6 @@ class CStep:
         dims = [int(mats[0].shape[1])] + [int(W.shape[0]) for W in mats]
         self.dims, self.H, self.F, self.M = dims, H, F, self.R * self.N
         self.nknots = len(knots)
-        self.wstride = 4 * max((s.Q for s in tables), default=1)
         emb = weights.embedding.detach().to(torch.float32).contiguous()
         keep.append(emb)
 
@@ -94,7 +93,7 @@ class CStep:
 
         self.model = StepModel(
             R=self.R, N=self.N, H=H, F=F, nblocks=len(blocks), nout=len(mats), nknots=len(knots), pcap=0,
-            wstride=self.wstride, ntypes=int(emb.shape[0]), emb=emb.data_ptr(),
+            ntypes=int(emb.shape[0]), emb=emb.data_ptr(),
             L1f=arr([packed(b["L1"], True) for b in blocks]), L2f=arr([packed(b["L2"], True) for b in blocks]),
             b2=biases([b["b2"] for b in blocks], [H] * len(blocks)),
             Lf=arr([packed(b["L"], True) for b in blocks]), b=biases([b["b"] for b in blocks], [H] * len(blocks)),
@@ -102,9 +101,8 @@ class CStep:
             Lb=arr([packed(b["L"], False) for b in blocks]),
             rows=arr([s.rows for s in tables]), Q=ints(s.Q for s in tables),
             knot=ints(knots.index(s.knots) for s in tables),
-            coeffs=arr([first[k].coeffs.contiguous() for k in knots]),
             inv_h=floats(first[k].inv_h for k in knots), r_end=floats(first[k].r_end for k in knots),
-            nint=ints(first[k].n - 1 for k in knots), kQ=ints(first[k].Q for k in knots),
+            nint=ints(first[k].n - 1 for k in knots),
             dims=ints(dims), Wf=arr([packed(W, True) for W in mats]),
             c=biases([c for _, c in weights.out], dims[1:]), Wb=arr([packed(W, False) for W in mats]))
         self._keep = keep
@@ -128,7 +126,7 @@ class CStep:
             x0=e(M * H), x1=e(M * H), h=e(nb * M * F), a=e(nb * M * H), m=e(M * F),
             z=e(sum(M * n for n in dims[1:-1])), g0=e(wide), g1=e(wide), gv=e(M * H), gm=e(M * F), gh=e(M * F),
             gp=e(M * 3), gpos=e(M * 3), part=e(parts * F), ppos=e(parts * 3), ks=i(self.nknots * pcap),
-            wts=e(self.nknots * pcap * self.wstride), wi=i(pcap), wj=i(pcap), wd=e(pcap), oi=i(pcap), oj=i(pcap),
+            ts=e(self.nknots * pcap), wi=i(pcap), wj=i(pcap), wd=e(pcap), oi=i(pcap), oj=i(pcap),
             od=e(pcap), key=i(pcap), count=i(nseg * DISTANCE_BUCKETS + 1), start=i(nseg + 1))
         self._work = StepWork(**{k: v.data_ptr() for k, v in self._bufs.items()})
         self.model.pcap = pcap

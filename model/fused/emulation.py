@@ -9,7 +9,7 @@ distances, basis, tanh, the envelopes, ``W * h`` and the sums over pairs, and th
 ``lin2``, ``lin``, the output network, run by PyTorch with ``torch.backends.cuda.matmul.allow_tf32`` off, i.e.
 float32) -- is plain float32. Under ``TRITON_INTERPRET=1`` ``tl.dot(..., input_precision="tf32")`` is an exact
 float32 product (the interpreter's ``create_dot`` is ``np.matmul`` and ignores the precision), so the kernel tests
-cannot show the tf32 error: it is emulated here (``python tools/tf32_accuracy.py`` turns it into the prediction
+cannot show the tf32 error: it is emulated here (``python tools/device/tf32_accuracy.py`` turns it into the prediction
 that the GPU check holds a device's numbers to, ``docs/tf32-accuracy.json``).
 
 Two independent emulations, each of exactly those four products (:func:`energy_forces` by name):

@@ -7,7 +7,7 @@ order and its constexprs; its launch options (``num_warps``, ``num_stages``, ``m
 (:mod:`flashschnet.fused.plans`, :mod:`flashschnet.fused.node_plans`) and a
 :class:`~flashschnet.fused.workspace.Workspace`; :func:`run` runs it -- nothing allocated, nothing read back to
 the host. :func:`step_launches` and :func:`table_step_launches` enumerate the launches a step can make;
-``tools/gpu_fit.py`` compiles exactly these ahead of time, so what is checked offline is what runs.
+``tools/device/gpu_fit.py`` compiles exactly these ahead of time, so what is checked offline is what runs.
 
 Grids: the flag kernel one program per replica, the reduce kernel one per destination tile, the CFConv and node
 kernels a fixed number of persistent programs (:func:`persistent_programs`: the kernel's ``ctas_per_sm`` per
@@ -29,7 +29,7 @@ from .node_plans import NodePlan
 from .plans import BasisPlan, FilterPlan, TablePlan, pow2
 from .workspace import Workspace
 
-#: launch options per kernel, chosen with ``tools/gpu_fit.py`` (registers, spills, shared memory, blocks per
+#: launch options per kernel, chosen with ``tools/device/gpu_fit.py`` (registers, spills, shared memory, blocks per
 #: multiprocessor; sm_80 and sm_90; every basis / envelope / matmul / table variant) and the performance model
 #: (docs/benchmarks.md: the calibrated model has the kernels bound by chains of dependent steps, so a chunk should
 #: hold as many pairs as the registers allow): ``num_warps``, ``num_stages``, ``maxnreg`` (Triton's), ``JB`` (the
@@ -343,7 +343,7 @@ def step_launches(F: int = 128, K: int = 50, basis: str = "gaussian", rbf_env: b
                   N: int = 284, device="cpu"):
     """Every launch a float32 step of the triton engine's exact filter network can make on a GPU, for a model of
     filter width ``F``, ``K`` basis functions, that basis and those envelopes: ``[(variant, launch)]``
-    (``tools/gpu_fit.py`` compiles them). Variants: matmul tf32 / bf16 / fp16 with float32 weights; channel-wise
+    (``tools/device/gpu_fit.py`` compiles them). Variants: matmul tf32 / bf16 / fp16 with float32 weights; channel-wise
     16-bit weights with products of their own type (with tf32 they are dequantized first: the tf32 kernels), and
     exact products are not launched on a GPU (:func:`~flashschnet.fused.plans.exact_on_cuda`). The flag, reduce
     and node kernels' launches are :func:`node_step_launches`, the tabulated filter's :func:`table_step_launches`."""
@@ -405,7 +405,7 @@ def node_step_launches(F: int = 128, H: int = 128, widths=(128, 64), blocks: int
     return out
 
 
-#: table variants compiled by ``tools/gpu_fit.py``: (variant name, Q, storage dtype, compute dtype) -- float32
+#: table variants compiled by ``tools/device/gpu_fit.py``: (variant name, Q, storage dtype, compute dtype) -- float32
 #: steps, and float64 ones (``/f64``: on a GPU a compressed model runs these kernels in float64 too)
 TABLE_VARIANTS = [(f"{kind}-{short}{tag}", Q, tdt, cdt)
                   for tag, cdt in (("", torch.float32), ("/f64", torch.float64))
@@ -415,7 +415,7 @@ TABLE_VARIANTS = [(f"{kind}-{short}{tag}", Q, tdt, cdt)
 
 def table_step_launches(F: int = 128, N: int = 284, device="cpu", knots: int = 256):
     """``[(variant, launch)]``: the forward and backward launches of every :data:`TABLE_VARIANTS` entry for a
-    model of filter width ``F`` and ``N`` beads (``tools/gpu_fit.py`` compiles them, next to
+    model of filter width ``F`` and ``N`` beads (``tools/device/gpu_fit.py`` compiles them, next to
     :func:`step_launches`)."""
     from .plans import plan_table
 

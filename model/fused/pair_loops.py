@@ -63,7 +63,7 @@ class PairLoops:
         suffix = "f64" if dtype == torch.float64 else "f32"
         self.fwd, self.bwd = getattr(lib, f"msg_fwd_{suffix}"), getattr(lib, f"msg_bwd_{suffix}")
         self.tfwd, self.tbwd = getattr(lib, f"table_fwd_{suffix}"), getattr(lib, f"table_bwd_{suffix}")
-        self.tweights = getattr(lib, f"table_weights_{suffix}")
+        self.tintervals = getattr(lib, f"table_intervals_{suffix}")
         self.within = getattr(lib, f"pairs_within_{suffix}")
         self.order = getattr(lib, f"order_pairs_{suffix}")
         self.lib, self.dtype = lib, dtype
@@ -106,25 +106,25 @@ class PairLoops:
                    self._p(count), self._p(key), self._p(oi), self._p(oj), self._p(od), self._p(start))
         return oi, oj, od, seg._replace(start=start)
 
-    def table_weights(self, src, d):
-        """``(ks [P] int64, wts [P, 4Q])``: every pair's table interval (-1: beyond the table) and Hermite weights,
+    def table_intervals(self, src, d):
+        """``(ks [P] int64, ts [P])``: every pair's table interval (-1: beyond the table) and its place in it,
         once per step for all the blocks whose tables share ``src``'s knots (:attr:`TableFilter.knots`)."""
         P = d.shape[0]
         ks = torch.empty(P, dtype=torch.int64)
-        wts = torch.empty(P, 4 * src.Q, dtype=d.dtype)
-        self.tweights(P, src.Q, src.n - 1, self._p(d), self._p(src.coeffs), src.inv_h, src.r_end, self._p(ks),
-                      self._p(wts), torch.get_num_threads())
-        return ks, wts
+        ts = torch.empty(P, dtype=d.dtype)
+        self.tintervals(P, src.n - 1, self._p(d), src.inv_h, src.r_end, self._p(ks), self._p(ts),
+                        torch.get_num_threads())
+        return ks, ts
 
-    def table_fwd(self, src, seg: Segments, ks, wts, i, j, h, m):
+    def table_fwd(self, src, seg: Segments, ks, ts, i, j, h, m):
         F = h.shape[1]
         part = self._part(seg.partial_rows, F)
-        self.tfwd(seg.R, seg.N, seg.SB, seg.NS, self._p(seg.start), F, src.Q, self._p(ks), self._p(wts), self._p(i),
+        self.tfwd(seg.R, seg.N, seg.SB, seg.NS, self._p(seg.start), F, src.Q, self._p(ks), self._p(ts), self._p(i),
                   self._p(j), self._p(src.rows), self._p(h), self._p(m), self._p(part), torch.get_num_threads())
 
-    def table_bwd(self, src, seg: Segments, ks, wts, i, j, d, h, gm, pos, gh, gpos):
+    def table_bwd(self, src, seg: Segments, ks, ts, i, j, d, h, gm, pos, gh, gpos):
         F = h.shape[1]
         part, ppos = self._part(seg.partial_rows, F), self._part(seg.partial_rows, 3)
-        self.tbwd(seg.R, seg.N, seg.SB, seg.NS, self._p(seg.start), F, src.Q, self._p(ks), self._p(wts), self._p(i),
-                  self._p(j), self._p(d), self._p(src.rows), self._p(h), self._p(gm), self._p(pos), self._p(gh),
+        self.tbwd(seg.R, seg.N, seg.SB, seg.NS, self._p(seg.start), F, src.Q, self._p(ks), self._p(ts), src.inv_h,
+                  self._p(i), self._p(j), self._p(d), self._p(src.rows), self._p(h), self._p(gm), self._p(pos), self._p(gh),
                   self._p(gpos), self._p(part), self._p(ppos), torch.get_num_threads())

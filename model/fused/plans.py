@@ -67,7 +67,7 @@ def resolve_dot(dot: Optional[str], dtype: torch.dtype, weight_dtype: Optional[t
 
 def exact_on_cuda(dot: str) -> bool:
     """True when ``dot`` asks for exact products, which the Triton kernels do not run on a GPU (their FMA
-    variant spills registers on an H200: ``tools/gpu_fit.py``)."""
+    variant spills registers on an H200: ``tools/device/gpu_fit.py``)."""
     return dot == "ieee"
 
 
@@ -163,7 +163,7 @@ def plan_filter(A1, a1, A2, KP: int, dtype, dot: str, A1_scale=None, A2_scale=No
     if quant and dot not in _DOT_DTYPES:
         # tf32 / exact products take the weights in the compute dtype: dequantize here (q * s, as the reference
         # backend does), and the kernels need no scales -- converting in the kernel would cost registers in every
-        # iteration (and spill: tools/gpu_fit.py)
+        # iteration (and spill: tools/device/gpu_fit.py)
         A1, A2 = dequantize_weight(A1, A1_scale, dtype), dequantize_weight(A2, A2_scale, dtype)
         quant = False
     FP = pow2(F, 32)           # >= 32: the kernels work on halves of >= 16 channels (tl.dot's least)

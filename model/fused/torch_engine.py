@@ -20,7 +20,7 @@ from typing import List, Optional, Tuple
 import torch
 
 from ..neighbors import VerletList
-from ..nn.table import difference_rows, hermite_matrix
+from ..nn.table import polynomial_rows
 from ..nn.layout import BasisSpec, FilterWeights, TableWeights, is_table
 from .node_ops import TORCH_NODE_OPS, CNodeOps
 from .pair_loops import PairLoops, bucket_scale, order_key, segments
@@ -88,43 +88,43 @@ class ExactFilter:
 
 
 class TableFilter:
-    """A block's tabulated filter (:mod:`flashschnet.nn.table`), the same arithmetic as
+    """A block's tabulated filter (:mod:`flashschnet.nn.table`), the same function as
     :func:`~flashschnet.nn.table.table_lookup` arranged for speed on a CPU. The table is laid out once per
-    engine as ``[2Q (n - 1), F]`` -- interval ``k`` owns rows ``2Q k ..``, its difference row
-    (:func:`~flashschnet.nn.table.hermite_matrix`), scales applied, in the compute dtype. The Hermite weights of all pairs are one product of the
-    powers of ``t`` with a coefficient matrix, and ``W`` (and ``dW/dd``) is a weighted sum of ``2Q`` table
-    rows per pair: ``torch.nn.functional.embedding_bag(..., per_sample_weights=, mode="sum")``, PyTorch's
-    fused gather-and-weighted-sum (one pass; ~8x faster on 2 cores than gathering ``[P, 2Q, F]`` and a
-    batched product, measured with ``torch.profiler`` at R = 8 BPTI), deterministic."""
+    engine as ``[2Q (n - 1), F]`` -- interval ``k`` owns rows ``2Q k ..``, the coefficients of its polynomial in
+    ``t`` (:func:`~flashschnet.nn.table.polynomial_rows`, scales applied), rounded once to the compute dtype. The C
+    loops evaluate it by Horner's rule (:mod:`flashschnet.kernels.cpu_pairs`); the PyTorch path as the weighted
+    sum of the ``2Q`` rows with weights ``t^e`` (and ``e t^(e-1) / h`` for ``dW/dd``):
+    ``torch.nn.functional.embedding_bag(..., per_sample_weights=, mode="sum")``, PyTorch's fused
+    gather-and-weighted-sum (one pass; ~8x faster on 2 cores than gathering ``[P, 2Q, F]`` and a batched
+    product, measured with ``torch.profiler`` at R = 8 BPTI), deterministic."""
 
     def __init__(self, f: TableWeights, dtype: torch.dtype, device):
         n, Q, F = f.table.shape
         self.n, self.Q, self.F, self.r_end = n, Q, F, float(f.r_end)
         self.inv_h = (n - 1) / self.r_end
-        tab = f.table.to(device=device, dtype=dtype) * f.scale.to(device=device, dtype=dtype).unsqueeze(0)
-        self.rows = difference_rows(tab).reshape(2 * Q * (n - 1), F).contiguous()
-        deg = 2 * Q
-        C = hermite_matrix(Q)                                                   # [power, value/derivative, 2Q]
-        C[:, 1] *= self.inv_h
-        self.coeffs = C.reshape(deg, 4 * Q).to(device=device, dtype=dtype)
-        self.powers = torch.arange(deg, device=device, dtype=dtype)
+        tab = f.table.to(device=device, dtype=torch.float64) * f.scale.to(device=device,
+                                                                          dtype=torch.float64).unsqueeze(0)
+        self.rows = polynomial_rows(tab).to(dtype).reshape(2 * Q * (n - 1), F).contiguous()
+        self.powers = torch.arange(2 * Q, device=device, dtype=dtype)
         self.offsets = torch.arange(2 * Q, device=device)
 
     @property
     def knots(self) -> Tuple[int, int, float]:
-        """What a pair's interval and Hermite weights depend on: blocks with equal knots share them in a step."""
+        """What a pair's interval and ``t`` depend on: blocks with equal knots share them in a step."""
         return self.n, self.Q, self.r_end
 
     def _weights(self, d: torch.Tensor):
-        """``(rows [P, 2Q] int64, weights [P, 2, 2Q])``: each pair's table rows and their Hermite weights for
-        the value (``[:, 0]``) and the derivative (``[:, 1]``); zero weights for ``d >= r_end``."""
+        """``(rows [P, 2Q] int64, weights [P, 2, 2Q])``: each pair's table rows and their weights for the value
+        (``[:, 0]``: ``t^e``) and the derivative (``[:, 1]``: ``e t^(e-1) / h``); zero weights for ``d >= r_end``."""
         x = d * self.inv_h
         k = torch.clamp(torch.floor(x), 0, self.n - 2)
         t = x - k
         rows = k.to(torch.int64).unsqueeze(1) * (2 * self.Q) + self.offsets
-        weights = torch.pow(t.unsqueeze(1), self.powers) @ self.coeffs                # [P, 4Q]
-        weights = weights * (d < self.r_end).to(d.dtype).unsqueeze(1)
-        return rows, weights.view(-1, 2, 2 * self.Q)
+        pw = torch.pow(t.unsqueeze(1), self.powers)                                    # [P, 2Q], t^0 = 1
+        dpw = torch.zeros_like(pw)
+        dpw[:, 1:] = pw[:, :-1] * (self.powers[1:] * self.inv_h)
+        weights = torch.stack([pw, dpw], dim=1) * (d < self.r_end).to(d.dtype).view(-1, 1, 1)
+        return rows, weights
 
     def _sum(self, rows: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.embedding_bag(rows, self.rows, per_sample_weights=weights.contiguous(),
@@ -181,7 +181,7 @@ class TorchPairEngine:
         self.loops: Optional[PairLoops] = None
         self.node_ops = TORCH_NODE_OPS
         self._radial = None
-        self._table_weights: dict = {}
+        self._table_t: dict = {}
         self.fused_step = fused_step
         self._step = None
 
@@ -275,7 +275,7 @@ class TorchPairEngine:
             self.i, self.j, self.d, self.seg = i.index_select(0, perm), j.index_select(0, perm), \
                 d.index_select(0, perm), seg
         self._radial = None
-        self._table_weights = {}
+        self._table_t = {}
 
     def _node_ops(self, positions: torch.Tensor):
         """The node pass's dense layers (:mod:`~flashschnet.fused.node_ops`), chosen with the pair loops: the
@@ -290,12 +290,12 @@ class TorchPairEngine:
             raise RuntimeError("fused_loops=True but the fused CPU node kernels could not be built (see the log)")
         return TORCH_NODE_OPS if lib is None else CNodeOps(lib)
 
-    def _weights_of(self, src: "TableFilter"):
-        """The fused loops' interval and Hermite weights of this step's pairs for ``src``'s knots (computed by the
+    def _intervals_of(self, src: "TableFilter"):
+        """The fused loops' table interval and ``t`` of this step's pairs for ``src``'s knots (computed by the
         first block that needs them, shared by every block and both passes)."""
-        w = self._table_weights.get(src.knots)
+        w = self._table_t.get(src.knots)
         if w is None:
-            w = self._table_weights[src.knots] = self.loops.table_weights(src, self.d)
+            w = self._table_t[src.knots] = self.loops.table_intervals(src, self.d)
         return w
 
     def _chunks(self, src, with_rij: bool = False):
@@ -324,7 +324,7 @@ class TorchPairEngine:
         m = torch.zeros_like(h)
         h = h.contiguous()
         if self.loops is not None and isinstance(src, TableFilter):
-            self.loops.table_fwd(src, self.seg, *self._weights_of(src), self.i, self.j, h, m)
+            self.loops.table_fwd(src, self.seg, *self._intervals_of(src), self.i, self.j, h, m)
             return m
         for i, j, _, d, rad in self._chunks(src):
             W = src.values(d, rad)
@@ -343,7 +343,7 @@ class TorchPairEngine:
         if self.loops is not None:
             pos = self.pos.contiguous()
             if isinstance(src, TableFilter):
-                self.loops.table_bwd(src, self.seg, *self._weights_of(src), self.i, self.j, self.d, h, gm, pos,
+                self.loops.table_bwd(src, self.seg, *self._intervals_of(src), self.i, self.j, self.d, h, gm, pos,
                                      gh, gpos)
                 return gh, gpos
             for i, j, _, d, rad in self._chunks(src):

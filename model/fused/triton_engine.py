@@ -194,7 +194,7 @@ class TritonTileEngine:
     def _nodes(self, weights: NodeWeights, dtype, device) -> Optional[NodePlan]:
         """The fused node layers' plan, or None where the node-level PyTorch pass runs instead: an output MLP deeper
         than the kernels fuse, and float64 on a GPU (the node kernels' float64 variants spill registers on sm_80 and
-        sm_90: ``tools/gpu_fit.py``; they run under the interpreter, where they are tested)."""
+        sm_90: ``tools/device/gpu_fit.py``; they run under the interpreter, where they are tested)."""
         key = (id(weights), dtype, device)
         if self._node_plan_of != key:
             fuse = bool(weights.blocks) and not (dtype == torch.float64 and torch.device(device).type == "cuda")

@@ -20,23 +20,27 @@ replica -- a half list):
 * ``order_pairs``: the step's pair order, a stable counting sort by (segment of ``i``, distance bucket): a
   segment is a fixed range of beads (:class:`~flashschnet.fused.pair_loops.Segments`), and within it the pairs
   that read the same table rows come together, so those rows stay in L1;
-* ``table_weights``: every pair's table interval ``ks [P]`` (-1 for ``d >= r_end``: the pair is skipped) and
-  Hermite weights ``wts [P, 4Q]`` -- ``[t^0 .. t^(2Q-1)] @ coeffs [2Q, 4Q]``, value columns then derivative columns
-  already divided by ``h`` -- once per step, shared by every block whose table has the same knots;
-* ``table_fwd`` / ``table_bwd``: the message kernels with ``W`` (and ``dW/dd``) a weighted sum of the pair's
-  interval's rows of an interval-major table ``rows [2Q (n-1), F]`` (interval ``k``: knot ``k``'s ``Q`` entries
-  then knot ``k+1``'s, scales applied), over the segments on OpenMP threads. **Deterministic on any thread
-  count** (owner computes): a segment adds into the rows of its own beads ``i`` directly and into partial rows
-  for the beads ``j`` it reaches, which are then added in segment order; what a thread runs never changes an
-  element's order of operations. Compiled for the common widths and degrees (``F`` in 32, 64, 128, 256; ``Q`` 2
-  or 3) with ``F`` and ``Q`` as constants (the row sums unrolled, a pair's weights in registers), else generic;
-  the same arithmetic either way.
+* ``table_intervals``: every pair's table interval ``ks [P]`` (-1 for ``d >= r_end``: the pair is skipped) and
+  its place in it, ``ts [P]`` (``t = d / h - k`` in [0, 1]), once per step, shared by every block whose table has
+  the same knots;
+* ``table_fwd`` / ``table_bwd``: the message kernels with ``W`` (and ``dW/dd``) the interval's polynomial in ``t``
+  by Horner's rule, from a table laid out as ``rows [2Q (n-1), F]``: interval ``k``'s ``2Q`` rows are the
+  coefficients ``A_0 .. A_{2Q-1}`` of its Hermite polynomial ``W(t) = sum_e A_e t^e``
+  (:func:`~flashschnet.nn.table.polynomial_rows`, scales applied), so a channel's value costs ``2Q - 1``
+  multiply-adds and its derivative (``p = p t + w`` beside ``w = w t + A_e``) ``2Q - 2`` more, with only ``t``
+  broadcast (a weighted sum of the ``2Q`` Hermite rows costs ``2Q`` for each and ``4Q`` broadcast weights, more than
+  AVX2's sixteen registers hold beside the accumulators; docs/benchmarks.md, "CPU roofline"). Over the segments on
+  OpenMP threads. **Deterministic on any thread count** (owner computes): a segment adds into the rows of its own
+  beads ``i`` directly and into partial rows for the beads ``j`` it reaches, which are then added in segment order;
+  what a thread runs never changes an element's order of operations. Compiled for the common widths and degrees
+  (``F`` in 32, 64, 128, 256; ``Q`` 2 or 3) with ``F`` and ``Q`` as constants (Horner's loop unrolled), else
+  generic; the same arithmetic either way.
 
 The channel loops are explicit 256-bit vectors (GCC/clang vector extensions: AVX2 on x86, two 128-bit halves on
 NEON or SSE; the scalar tail does the same operations), ``a * b + c`` is one fused multiply-add
 (``-ffp-contract=fast``), and a backward's dot product sums its lanes in a fixed order -- the order of operations
 per output element is a function of the pair list alone. Where it pays is measured against the core's own peaks
-by ``tools/cpu_roofline.py`` (docs/benchmarks.md, "CPU roofline").
+by ``tools/benchmarks/cpu_roofline.py`` (docs/benchmarks.md, "CPU roofline").
 
 The library is built by :mod:`~flashschnet.kernels.cpu_build` (the system C compiler, OpenMP where it has it:
 GNU OpenMP, the ``libgomp.so.1`` PyTorch's wheels load, so the loops run on PyTorch's own threads; else one
@@ -81,53 +85,99 @@ static inline AI T hsum_##S(V_##S a) {                                          
     return x[0];                                                                                              \
 }                                                                                                             \
                                                                                                               \
-/* m_i += w h_j, m_j += w h_i, w = sum_r wv[r] rows[r] (R rows; R = 1, wv = {1}: w given) */                 \
-static inline AI void pair_fwd_##S(int64_t F, int64_t R, const T *restrict rows, const T *restrict wv,        \
-                                   const T *restrict hi, const T *restrict hj, T *restrict mi,               \
-                                   T *restrict mj) {                                                          \
+/* m_i += w h_j, m_j += w h_i with w [F] given (the exact filter) */                                          \
+static inline AI void pair_fwd_##S(int64_t F, const T *restrict w, const T *restrict hi, const T *restrict hj, \
+                                   T *restrict mi, T *restrict mj) {                                          \
     int64_t c = 0;                                                                                            \
     for (; c + VL_##S <= F; c += VL_##S) {                                                                    \
-        V_##S w = wv[0] * *(const V_##S *)(rows + c);                                                         \
-        for (int64_t r = 1; r < R; ++r) w = wv[r] * *(const V_##S *)(rows + r * F + c) + w;                   \
+        V_##S vw = *(const V_##S *)(w + c);                                                                   \
+        *(V_##S *)(mi + c) = vw * *(const V_##S *)(hj + c) + *(V_##S *)(mi + c);                              \
+        *(V_##S *)(mj + c) = vw * *(const V_##S *)(hi + c) + *(V_##S *)(mj + c);                              \
+    }                                                                                                         \
+    for (; c < F; ++c) {                                                                                      \
+        mi[c] = w[c] * hj[c] + mi[c];                                                                         \
+        mj[c] = w[c] * hi[c] + mj[c];                                                                         \
+    }                                                                                                         \
+}                                                                                                             \
+                                                                                                              \
+/* the same with w = A_0 + t (A_1 + t (... + t A_{R-1})): Horner's rule on the interval's R polynomial rows   \
+   (rows r = A_r [F], lowest power first) at the pair's t */                                                  \
+static inline AI void poly_fwd_##S(int64_t F, int64_t R, const T *restrict rows, T t, const T *restrict hi,   \
+                                   const T *restrict hj, T *restrict mi, T *restrict mj) {                    \
+    int64_t c = 0;                                                                                            \
+    for (; c + VL_##S <= F; c += VL_##S) {                                                                    \
+        V_##S w = *(const V_##S *)(rows + (R - 1) * F + c);                                                   \
+        for (int64_t r = R - 2; r >= 0; --r) w = w * t + *(const V_##S *)(rows + r * F + c);                  \
         *(V_##S *)(mi + c) = w * *(const V_##S *)(hj + c) + *(V_##S *)(mi + c);                               \
         *(V_##S *)(mj + c) = w * *(const V_##S *)(hi + c) + *(V_##S *)(mj + c);                               \
     }                                                                                                         \
     for (; c < F; ++c) {                                                                                      \
-        T w = wv[0] * rows[c];                                                                                \
-        for (int64_t r = 1; r < R; ++r) w = wv[r] * rows[r * F + c] + w;                                      \
+        T w = rows[(R - 1) * F + c];                                                                          \
+        for (int64_t r = R - 2; r >= 0; --r) w = w * t + rows[r * F + c];                                     \
         mi[c] = w * hj[c] + mi[c];                                                                            \
         mj[c] = w * hi[c] + mj[c];                                                                            \
     }                                                                                                         \
 }                                                                                                             \
                                                                                                               \
-/* gh_j += w gm_i, gh_i += w gm_j, returns dd = sum_c dw_c (gm_i h_j + gm_j h_i)_c with w, dw = sums of R     \
-   rows with weights wv, wd (RW rows apart: the table's rows serve both; the exact filter: w, dw given) */    \
-static inline AI T pair_bwd_##S(int64_t F, int64_t R, const T *restrict rw, const T *restrict rd,             \
-                                const T *restrict wv, const T *restrict wd, const T *restrict hi,            \
+/* one chunk (one element) of the backward at channel c given its w and dw: gh_j += w gm_i, gh_i += w gm_j;      \
+   returns acc + dw (gm_i h_j + gm_j h_i) */                                                                  \
+static inline AI V_##S grad_chunk_##S(V_##S w, V_##S dw, V_##S acc, int64_t c, const T *restrict hi,          \
+                                      const T *restrict hj, const T *restrict gi, const T *restrict gj,      \
+                                      T *restrict ghi, T *restrict ghj) {                                     \
+    V_##S vgi = *(const V_##S *)(gi + c), vgj = *(const V_##S *)(gj + c);                                     \
+    V_##S u = vgj * *(const V_##S *)(hi + c) + vgi * *(const V_##S *)(hj + c);                                \
+    *(V_##S *)(ghj + c) = w * vgi + *(V_##S *)(ghj + c);                                                      \
+    *(V_##S *)(ghi + c) = w * vgj + *(V_##S *)(ghi + c);                                                      \
+    return dw * u + acc;                                                                                      \
+}                                                                                                             \
+                                                                                                              \
+static inline AI T grad_elem_##S(T w, T dw, T acc, int64_t c, const T *restrict hi, const T *restrict hj,     \
+                                 const T *restrict gi, const T *restrict gj, T *restrict ghi,                \
+                                 T *restrict ghj) {                                                           \
+    T u = gj[c] * hi[c] + gi[c] * hj[c];                                                                      \
+    ghj[c] = w * gi[c] + ghj[c];                                                                              \
+    ghi[c] = w * gj[c] + ghi[c];                                                                              \
+    return dw * u + acc;                                                                                      \
+}                                                                                                             \
+                                                                                                              \
+/* the backward of a pair with w, dw [F] given (the exact filter); returns dd = sum_c dw_c (gm_i h_j + gm_j     \
+   h_i)_c */                                                                                                  \
+static inline AI T pair_bwd_##S(int64_t F, const T *restrict w, const T *restrict dw, const T *restrict hi,   \
+                                const T *restrict hj, const T *restrict gi, const T *restrict gj,            \
+                                T *restrict ghi, T *restrict ghj) {                                           \
+    V_##S acc = {0};                                                                                          \
+    T tail = 0;                                                                                               \
+    int64_t c = 0;                                                                                            \
+    for (; c + VL_##S <= F; c += VL_##S)                                                                      \
+        acc = grad_chunk_##S(*(const V_##S *)(w + c), *(const V_##S *)(dw + c), acc, c, hi, hj, gi, gj, ghi,  \
+                             ghj);                                                                            \
+    for (; c < F; ++c) tail = grad_elem_##S(w[c], dw[c], tail, c, hi, hj, gi, gj, ghi, ghj);                  \
+    return hsum_##S(acc) + tail;                                                                              \
+}                                                                                                             \
+                                                                                                              \
+/* the same with w and p = dw/dt from the interval's R polynomial rows at t (Horner's rule for a polynomial   \
+   and its derivative together: p = p t + w, w = w t + A_r); returns sum_c p_c (gm_i h_j + gm_j h_i)_c, the   \
+   caller multiplies by dt/dd */                                                                              \
+static inline AI T poly_bwd_##S(int64_t F, int64_t R, const T *restrict rows, T t, const T *restrict hi,      \
                                 const T *restrict hj, const T *restrict gi, const T *restrict gj,            \
                                 T *restrict ghi, T *restrict ghj) {                                           \
     V_##S acc = {0};                                                                                          \
     T tail = 0;                                                                                               \
     int64_t c = 0;                                                                                            \
     for (; c + VL_##S <= F; c += VL_##S) {                                                                    \
-        V_##S w = wv[0] * *(const V_##S *)(rw + c), dw = wd[0] * *(const V_##S *)(rd + c);                    \
-        for (int64_t r = 1; r < R; ++r) {                                                                     \
-            w = wv[r] * *(const V_##S *)(rw + r * F + c) + w;                                                 \
-            dw = wd[r] * *(const V_##S *)(rd + r * F + c) + dw;                                               \
+        V_##S w = *(const V_##S *)(rows + (R - 1) * F + c), p = w;                                            \
+        w = w * t + *(const V_##S *)(rows + (R - 2) * F + c);                                                 \
+        for (int64_t r = R - 3; r >= 0; --r) {                                                                \
+            p = p * t + w;                                                                                    \
+            w = w * t + *(const V_##S *)(rows + r * F + c);                                                   \
         }                                                                                                     \
-        V_##S vgi = *(const V_##S *)(gi + c), vgj = *(const V_##S *)(gj + c);                                 \
-        V_##S t = vgj * *(const V_##S *)(hi + c) + vgi * *(const V_##S *)(hj + c);                            \
-        acc = dw * t + acc;                                                                                   \
-        *(V_##S *)(ghj + c) = w * vgi + *(V_##S *)(ghj + c);                                                  \
-        *(V_##S *)(ghi + c) = w * vgj + *(V_##S *)(ghi + c);                                                  \
+        acc = grad_chunk_##S(w, p, acc, c, hi, hj, gi, gj, ghi, ghj);                                         \
     }                                                                                                         \
     for (; c < F; ++c) {                                                                                      \
-        T w = wv[0] * rw[c], dw = wd[0] * rd[c];                                                              \
-        for (int64_t r = 1; r < R; ++r) { w = wv[r] * rw[r * F + c] + w; dw = wd[r] * rd[r * F + c] + dw; }   \
-        T t = gj[c] * hi[c] + gi[c] * hj[c];                                                                  \
-        tail = dw * t + tail;                                                                                 \
-        ghj[c] = w * gi[c] + ghj[c];                                                                          \
-        ghi[c] = w * gj[c] + ghi[c];                                                                          \
+        T w = rows[(R - 1) * F + c], p = w;                                                                   \
+        w = w * t + rows[(R - 2) * F + c];                                                                    \
+        for (int64_t r = R - 3; r >= 0; --r) { p = p * t + w; w = w * t + rows[r * F + c]; }                  \
+        tail = grad_elem_##S(w, p, tail, c, hi, hj, gi, gj, ghi, ghj);                                        \
     }                                                                                                         \
     return hsum_##S(acc) + tail;                                                                              \
 }                                                                                                             \
@@ -145,19 +195,17 @@ static inline AI void pos_grad_##S(const T *restrict pos, int64_t i, int64_t j, 
    products that compute W use the threads) */                                                              \
 void msg_fwd_##S(int64_t P, int64_t F, const int64_t *restrict pi, const int64_t *restrict pj,                 \
                  const T *restrict W, const T *restrict h, T *restrict m) {                                   \
-    const T one[1] = {1};                                                                                     \
     for (int64_t p = 0; p < P; ++p)                                                                           \
-        pair_fwd_##S(F, 1, W + p * F, one, h + pi[p] * F, h + pj[p] * F, m + pi[p] * F, m + pj[p] * F);       \
+        pair_fwd_##S(F, W + p * F, h + pi[p] * F, h + pj[p] * F, m + pi[p] * F, m + pj[p] * F);               \
 }                                                                                                             \
                                                                                                               \
 void msg_bwd_##S(int64_t P, int64_t F, const int64_t *restrict pi, const int64_t *restrict pj,                 \
                  const T *restrict W, const T *restrict dW, const T *restrict h, const T *restrict gm,        \
                  const T *restrict pos, const T *restrict d, T *restrict gh, T *restrict gpos) {              \
-    const T one[1] = {1};                                                                                     \
     for (int64_t p = 0; p < P; ++p) {                                                                         \
         int64_t i = pi[p], j = pj[p];                                                                         \
-        T dd = pair_bwd_##S(F, 1, W + p * F, dW + p * F, one, one, h + i * F, h + j * F, gm + i * F,          \
-                            gm + j * F, gh + i * F, gh + j * F);                                              \
+        T dd = pair_bwd_##S(F, W + p * F, dW + p * F, h + i * F, h + j * F, gm + i * F, gm + j * F,           \
+                            gh + i * F, gh + j * F);                                                          \
         pos_grad_##S(pos, i, j, dd / d[p], gpos + i * 3, gpos + j * 3);                                       \
     }                                                                                                         \
 }                                                                                                             \
@@ -199,53 +247,39 @@ void order_pairs_##S(int64_t P, const int64_t *restrict pi, const int64_t *restr
     }                                                                                                         \
 }                                                                                                             \
                                                                                                               \
-/* the Hermite weights of one pair: wv[2Q] (value), wd[2Q] (derivative); returns the interval, -1 if d >= r_end */ \
-static inline AI int64_t weights_##S(T d, int64_t Q, int64_t nint, const T *restrict coeffs, T inv_h, T r_end, \
-                                     T *restrict wv, T *restrict wd) {                                       \
-    if (!(d < r_end)) return -1;                                                                              \
-    T x = d * inv_h;                                                                                          \
-    T kf = floor(x);                                                                                          \
-    if (kf < 0) kf = 0;                                                                                       \
-    if (kf > (T)(nint - 1)) kf = (T)(nint - 1);                                                               \
-    T t = x - kf, pw = 1;                                                                                     \
-    int64_t R = 2 * Q;                                                                                        \
-    for (int64_t c = 0; c < R; ++c) { wv[c] = 0; wd[c] = 0; }                                                \
-    for (int64_t e = 0; e < R; ++e) {                                                                         \
-        for (int64_t c = 0; c < R; ++c) { wv[c] += pw * coeffs[e * 2 * R + c]; }                              \
-        for (int64_t c = 0; c < R; ++c) { wd[c] += pw * coeffs[e * 2 * R + R + c]; }                          \
-        pw *= t;                                                                                              \
-    }                                                                                                         \
-    return (int64_t)kf;                                                                                       \
-}                                                                                                             \
-                                                                                                              \
-/* every pair's interval ks[p] (-1: d >= r_end, the pair is skipped) and Hermite weights wts[p, 4Q] */        \
-void table_weights_##S(int64_t P, int64_t Q, int64_t nint, const T *restrict d, const T *restrict coeffs,     \
-                       T inv_h, T r_end, int64_t *restrict ks, T *restrict wts, int nthreads) {               \
-    /* a literal degree lets the compiler unroll the powers (~8x faster); each pair alone: any threads */     \
+/* every pair's table interval ks[p] (-1: d >= r_end, the pair is skipped) and where in it the pair lies,      \
+   ts[p] = d / h - k in [0, 1] (k = floor(d / h), at most the last interval nint - 1) */                      \
+void table_intervals_##S(int64_t P, int64_t nint, const T *restrict d, T inv_h, T r_end, int64_t *restrict ks, \
+                         T *restrict ts, int nthreads) {                                                      \
     _Pragma("omp parallel for schedule(static) num_threads(nthreads)")                                        \
     for (int64_t p = 0; p < P; ++p) {                                                                         \
-        if (Q == 3) ks[p] = weights_##S(d[p], 3, nint, coeffs, inv_h, r_end, wts + p * 12, wts + p * 12 + 6); \
-        else if (Q == 2) ks[p] = weights_##S(d[p], 2, nint, coeffs, inv_h, r_end, wts + p * 8, wts + p * 8 + 4); \
-        else ks[p] = weights_##S(d[p], Q, nint, coeffs, inv_h, r_end, wts + p * 4 * Q, wts + p * 4 * Q + 2 * Q); \
+        if (!(d[p] < r_end)) { ks[p] = -1; ts[p] = 0; continue; }                                             \
+        T x = d[p] * inv_h;                                                                                   \
+        T kf = floor(x);                                                                                      \
+        if (kf < 0) kf = 0;                                                                                   \
+        if (kf > (T)(nint - 1)) kf = (T)(nint - 1);                                                           \
+        ks[p] = (int64_t)kf;                                                                                  \
+        ts[p] = x - kf;                                                                                       \
     }                                                                                                         \
 }                                                                                                             \
                                                                                                               \
 /* one segment's pairs (F, Q literals where a caller below inlines this), m rows of i direct, of j into pg */ \
 static inline AI void tfwd_seg_##S(int64_t F, int64_t Q, int64_t p0, int64_t p1, const int64_t *restrict ks,  \
-                                   const T *restrict wts, const int64_t *restrict pi, const int64_t *restrict pj, \
+                                   const T *restrict ts, const int64_t *restrict pi, const int64_t *restrict pj, \
                                    const T *restrict rows, const T *restrict h, T *restrict m, T *restrict pg,  \
                                    int64_t lo) {                                                              \
     int64_t R = 2 * Q;                                                                                        \
     for (int64_t p = p0; p < p1; ++p) {                                                                       \
         int64_t k = ks[p];                                                                                    \
         if (k < 0) continue;                                                                                  \
-        pair_fwd_##S(F, R, rows + k * R * F, wts + p * 4 * Q, h + pi[p] * F, h + pj[p] * F, m + pi[p] * F,    \
+        poly_fwd_##S(F, R, rows + k * R * F, ts[p], h + pi[p] * F, h + pj[p] * F, m + pi[p] * F,              \
                      pg + (pj[p] - lo) * F);                                                                  \
     }                                                                                                         \
 }                                                                                                             \
                                                                                                               \
 static inline AI void tbwd_seg_##S(int64_t F, int64_t Q, int64_t p0, int64_t p1, const int64_t *restrict ks,  \
-                                   const T *restrict wts, const int64_t *restrict pi, const int64_t *restrict pj, \
+                                   const T *restrict ts, T inv_h, const int64_t *restrict pi,                 \
+                                   const int64_t *restrict pj,                                                \
                                    const T *restrict d, const T *restrict rows, const T *restrict h,          \
                                    const T *restrict gm, const T *restrict pos, T *restrict gh,               \
                                    T *restrict gpos, T *restrict pg, T *restrict pp, int64_t lo) {            \
@@ -253,10 +287,9 @@ static inline AI void tbwd_seg_##S(int64_t F, int64_t Q, int64_t p0, int64_t p1,
     for (int64_t p = p0; p < p1; ++p) {                                                                       \
         int64_t k = ks[p], i = pi[p], j = pj[p];                                                              \
         if (k < 0) continue;                                                                                  \
-        const T *restrict rk = rows + k * R * F, *restrict wp = wts + p * 4 * Q;                              \
-        T dd = pair_bwd_##S(F, R, rk, rk, wp, wp + R, h + i * F, h + j * F, gm + i * F, gm + j * F,          \
+        T dd = poly_bwd_##S(F, R, rows + k * R * F, ts[p], h + i * F, h + j * F, gm + i * F, gm + j * F,      \
                             gh + i * F, pg + (j - lo) * F);                                                   \
-        pos_grad_##S(pos, i, j, dd / d[p], gpos + i * 3, pp + (j - lo) * 3);                                  \
+        pos_grad_##S(pos, i, j, dd * inv_h / d[p], gpos + i * 3, pp + (j - lo) * 3);                          \
     }                                                                                                         \
 }                                                                                                             \
                                                                                                               \
@@ -278,7 +311,7 @@ static void reduce_parts_##S(int64_t RN, int64_t N, int64_t SB, int64_t NS, int6
    adds into its own rows of i and into its partial rows of j, which are then added in segment order; part   \
    [part_offset(R, 0, ...), F] (and ppos [.., 3]) scratch */                                                   \
 void table_fwd_##S(int64_t R_, int64_t N, int64_t SB, int64_t NS, const int64_t *restrict seg_start, int64_t F, \
-                   int64_t Q, const int64_t *restrict ks, const T *restrict wts, const int64_t *restrict pi,  \
+                   int64_t Q, const int64_t *restrict ks, const T *restrict ts, const int64_t *restrict pi,   \
                    const int64_t *restrict pj, const T *restrict rows, const T *restrict h, T *restrict m,    \
                    T *restrict part, int nthreads) {                                                          \
     int64_t nseg = R_ * NS;                                                                                   \
@@ -288,15 +321,16 @@ void table_fwd_##S(int64_t R_, int64_t N, int64_t SB, int64_t NS, const int64_t 
         T *restrict pg = part + part_offset(r, s, N, SB, NS) * F;                                            \
         memset(pg, 0, (size_t)((r + 1) * N - lo) * F * sizeof(T));                                  \
         int64_t p0 = seg_start[g], p1 = seg_start[g + 1];                                                     \
-        SPECIALISE(tfwd_seg_##S(FF, QQ, p0, p1, ks, wts, pi, pj, rows, h, m, pg, lo),                             \
-                   tfwd_seg_##S(F, Q, p0, p1, ks, wts, pi, pj, rows, h, m, pg, lo))                               \
+        SPECIALISE(tfwd_seg_##S(FF, QQ, p0, p1, ks, ts, pi, pj, rows, h, m, pg, lo),                          \
+                   tfwd_seg_##S(F, Q, p0, p1, ks, ts, pi, pj, rows, h, m, pg, lo))                            \
     }                                                                                                         \
     reduce_parts_##S(R_ * N, N, SB, NS, F, part, m, nthreads);                                                \
 }                                                                                                             \
                                                                                                               \
 void table_bwd_##S(int64_t R_, int64_t N, int64_t SB, int64_t NS, const int64_t *restrict seg_start, int64_t F, \
-                   int64_t Q, const int64_t *restrict ks, const T *restrict wts, const int64_t *restrict pi,  \
-                   const int64_t *restrict pj, const T *restrict d, const T *restrict rows, const T *restrict h, \
+                   int64_t Q, const int64_t *restrict ks, const T *restrict ts, T inv_h,                      \
+                   const int64_t *restrict pi, const int64_t *restrict pj, const T *restrict d,               \
+                   const T *restrict rows, const T *restrict h,                                               \
                    const T *restrict gm, const T *restrict pos, T *restrict gh, T *restrict gpos,             \
                    T *restrict part, T *restrict ppos, int nthreads) {                                        \
     int64_t nseg = R_ * NS;                                                                                   \
@@ -307,8 +341,9 @@ void table_bwd_##S(int64_t R_, int64_t N, int64_t SB, int64_t NS, const int64_t 
         memset(pg, 0, (size_t)((r + 1) * N - lo) * F * sizeof(T));                                           \
         memset(pp, 0, (size_t)((r + 1) * N - lo) * 3 * sizeof(T));                                  \
         int64_t p0 = seg_start[g], p1 = seg_start[g + 1];                                                     \
-        SPECIALISE(tbwd_seg_##S(FF, QQ, p0, p1, ks, wts, pi, pj, d, rows, h, gm, pos, gh, gpos, pg, pp, lo),  \
-                   tbwd_seg_##S(F, Q, p0, p1, ks, wts, pi, pj, d, rows, h, gm, pos, gh, gpos, pg, pp, lo))    \
+        SPECIALISE(tbwd_seg_##S(FF, QQ, p0, p1, ks, ts, inv_h, pi, pj, d, rows, h, gm, pos, gh, gpos, pg, pp,  \
+                                lo),                                                                          \
+                   tbwd_seg_##S(F, Q, p0, p1, ks, ts, inv_h, pi, pj, d, rows, h, gm, pos, gh, gpos, pg, pp, lo)) \
     }                                                                                                         \
     reduce_parts_##S(R_ * N, N, SB, NS, F, part, gh, nthreads);                                               \
     reduce_parts_##S(R_ * N, N, SB, NS, 3, ppos, gpos, nthreads);                                             \
@@ -330,12 +365,12 @@ def _declare(lib) -> None:
         getattr(lib, f"pairs_within_{S}").restype = i64
         getattr(lib, f"order_pairs_{S}").argtypes = [i64, ptr, ptr, ptr, i64, i64, i64, i64, real, i64, ptr, ptr,
                                                      ptr, ptr, ptr, ptr]
-        getattr(lib, f"table_weights_{S}").argtypes = [i64, i64, i64, ptr, ptr, real, real, ptr, ptr, int_]
+        getattr(lib, f"table_intervals_{S}").argtypes = [i64, i64, ptr, real, real, ptr, ptr, int_]
         getattr(lib, f"table_fwd_{S}").argtypes = [i64, i64, i64, i64, ptr, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr,
                                                    ptr, ptr, int_]
-        getattr(lib, f"table_bwd_{S}").argtypes = [i64, i64, i64, i64, ptr, i64, i64, ptr, ptr, ptr, ptr, ptr, ptr,
-                                                   ptr, ptr, ptr, ptr, ptr, ptr, ptr, int_]
-        for name in ("msg_fwd", "msg_bwd", "order_pairs", "table_weights", "table_fwd", "table_bwd"):
+        getattr(lib, f"table_bwd_{S}").argtypes = [i64, i64, i64, i64, ptr, i64, i64, ptr, ptr, real, ptr, ptr, ptr,
+                                                   ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, int_]
+        for name in ("msg_fwd", "msg_bwd", "order_pairs", "table_intervals", "table_fwd", "table_bwd"):
             getattr(lib, f"{name}_{S}").restype = None
 
 

@@ -8,8 +8,8 @@ aggregation, ``lin2 -> tanh``, ``lin`` + residual, the output MLP, and the hand-
 step's ordered pair list, calling the same kernels in the same order on buffers the caller keeps between steps:
 **the same bits as the composed path** (tested), on any thread count.
 
-Inputs (``M = R N`` beads, ``H`` node features, ``F`` filter channels): a :class:`StepModel` (the packed weights,
-tables and Hermite coefficients, fixed per model; :mod:`flashschnet.fused.cpu_step` fills it), a :class:`StepWork`
+Inputs (``M = R N`` beads, ``H`` node features, ``F`` filter channels): a :class:`StepModel` (the packed weights
+and tables, fixed per model; :mod:`flashschnet.fused.cpu_step` fills it), a :class:`StepWork`
 (the buffers), and per call the Verlet list's pairs ``(i, j)`` (the step keeps those within the cutoff and puts
 them in :mod:`~flashschnet.kernels.cpu_pairs` ``order_pairs`` order), the positions ``[M, 3]`` (model length), the
 bead types ``[N]``; outputs the per-bead energies ``y [M]`` and the forces ``[M, 3]`` times ``force_scale``;
@@ -29,28 +29,27 @@ from .cpu_vector import PRELUDE
 
 STEP = r"""
 /* the weights of a model (mirrors StepModel of cpu_step.py); pointer arrays per block, per knot set (blocks
-   whose tables share their knots share a pair's interval and Hermite weights) and per output layer */
+   whose tables share their knots share a pair's interval and t) and per output layer */
 typedef struct {
-    int64_t R, N, H, F, nblocks, nout, nknots, pcap, wstride, ntypes;
+    int64_t R, N, H, F, nblocks, nout, nknots, pcap, ntypes;
     const float *emb;                                   /* [ntypes, H] */
     const float *const *L1f, *const *L2f, *const *b2, *const *Lf, *const *b;   /* forward packs, padded biases */
     const float *const *L1b, *const *L2b, *const *Lb;   /* the backward's packs (g W) */
-    const float *const *rows;                           /* per block: interval-major table rows [2Q (n-1), F] */
+    const float *const *rows;                           /* per block: polynomial rows [2Q (n-1), F] */
     const int64_t *Q, *knot;                            /* per block: degree, knot set */
-    const float *const *coeffs;                         /* per knot set: Hermite coefficients [2Q, 4Q] */
-    const float *inv_h, *r_end;
-    const int64_t *nint, *kQ;
+    const float *inv_h, *r_end;                         /* per knot set */
+    const int64_t *nint;
     const int64_t *dims;                                /* output layer k: dims[k] -> dims[k + 1] */
     const float *const *Wf, *const *c, *const *Wb;
 } StepModel;
 
-/* the buffers of a step (mirrors StepWork): pcap >= the Verlet list's pairs; ks [nknots, pcap], wts [nknots, pcap,
-   wstride]; the pairs within the cutoff (wi, wj, wd) and in the step's order (oi, oj, od) [pcap], key [pcap],
+/* the buffers of a step (mirrors StepWork): pcap >= the Verlet list's pairs; ks, ts [nknots, pcap]; the pairs
+   within the cutoff (wi, wj, wd) and in the step's order (oi, oj, od) [pcap], key [pcap],
    count [nseg NB + 1], start [nseg + 1] */
 typedef struct {
     float *x0, *x1, *h, *a, *m, *z, *g0, *g1, *gv, *gm, *gh, *gp, *gpos, *part, *ppos;
     int64_t *ks;
-    float *wts;
+    float *ts;
     int64_t *wi, *wj;
     float *wd;
     int64_t *oi, *oj;
@@ -89,8 +88,8 @@ int64_t step_f32(const StepModel *restrict md, const StepWork *restrict w, int64
     const int64_t *restrict pi = w->oi, *restrict pj = w->oj, *restrict seg_start = w->start;
     const float *restrict d = w->od;
     for (int64_t k = 0; k < md->nknots; ++k)
-        table_weights_f32(P, md->kQ[k], md->nint[k], d, md->coeffs[k], md->inv_h[k], md->r_end[k],
-                          w->ks + k * md->pcap, w->wts + k * md->pcap * md->wstride, nthreads);
+        table_intervals_f32(P, md->nint[k], d, md->inv_h[k], md->r_end[k], w->ks + k * md->pcap,
+                            w->ts + k * md->pcap, nthreads);
     /* forward: x = embedding of the types; per block h = x L1^T, m = sum_j W_ij h_j, a = tanh(m L2^T + b2),
        x = x + a L^T + b */
     float *x = w->x0, *xn = w->x1;
@@ -98,10 +97,10 @@ int64_t step_f32(const StepModel *restrict md, const StepWork *restrict w, int64
     for (int64_t t = 0; t < nb; ++t) {
         float *h = w->h + t * M * F, *a = w->a + t * M * H;
         const int64_t *ks = w->ks + md->knot[t] * md->pcap;
-        const float *wts = w->wts + md->knot[t] * md->pcap * md->wstride;
+        const float *ts = w->ts + md->knot[t] * md->pcap;
         dense_f32(M, F, H, x, md->L1f[t], 0, EPI_NONE, 0, h, nthreads, macs);
         memset(w->m, 0, (size_t)(M * F) * sizeof(float));
-        table_fwd_f32(R, N, SB, NS, seg_start, F, md->Q[t], ks, wts, pi, pj, md->rows[t], h, w->m, w->part,
+        table_fwd_f32(R, N, SB, NS, seg_start, F, md->Q[t], ks, ts, pi, pj, md->rows[t], h, w->m, w->part,
                       nthreads);
         dense_f32(M, H, F, w->m, md->L2f[t], md->b2[t], EPI_TANH, 0, a, nthreads, macs);
         dense_f32(M, H, H, a, md->Lf[t], md->b[t], EPI_ADD, x, xn, nthreads, macs);
@@ -134,13 +133,13 @@ int64_t step_f32(const StepModel *restrict md, const StepWork *restrict w, int64
     for (int64_t t = nb - 1; t >= 0; --t) {
         const float *h = w->h + t * M * F, *a = w->a + t * M * H;
         const int64_t *ks = w->ks + md->knot[t] * md->pcap;
-        const float *wts = w->wts + md->knot[t] * md->pcap * md->wstride;
+        const float *ts = w->ts + md->knot[t] * md->pcap;
         dense_f32(M, H, H, g, md->Lb[t], 0, EPI_DTANH, a, w->gv, nthreads, macs);
         dense_f32(M, F, H, w->gv, md->L2b[t], 0, EPI_NONE, 0, w->gm, nthreads, macs);
         memset(w->gh, 0, (size_t)(M * F) * sizeof(float));
         memset(w->gp, 0, (size_t)(M * 3) * sizeof(float));
-        table_bwd_f32(R, N, SB, NS, seg_start, F, md->Q[t], ks, wts, pi, pj, d, md->rows[t], h, w->gm, pos, w->gh,
-                      w->gp, w->part, w->ppos, nthreads);
+        table_bwd_f32(R, N, SB, NS, seg_start, F, md->Q[t], ks, ts, md->inv_h[md->knot[t]], pi, pj, d, md->rows[t], h,
+                      w->gm, pos, w->gh, w->gp, w->part, w->ppos, nthreads);
         for (int64_t q = 0; q < M * 3; ++q) w->gpos[q] = w->gpos[q] + w->gp[q];
         dense_f32(M, H, F, w->gh, md->L1b[t], 0, EPI_ADD, g, gn, nthreads, macs);
         swap_f(&g, &gn);
@@ -160,16 +159,15 @@ _I64 = ctypes.c_int64
 class StepModel(ctypes.Structure):
     """``StepModel`` of the C source: the pointer arrays are ``ctypes`` arrays of addresses the owner keeps
     alive (:class:`flashschnet.fused.cpu_step.CStep`)."""
-    _fields_ = ([(n, _I64) for n in ("R", "N", "H", "F", "nblocks", "nout", "nknots", "pcap", "wstride",
-                                    "ntypes")]
+    _fields_ = ([(n, _I64) for n in ("R", "N", "H", "F", "nblocks", "nout", "nknots", "pcap", "ntypes")]
                 + [(n, _P) for n in ("emb", "L1f", "L2f", "b2", "Lf", "b", "L1b", "L2b", "Lb", "rows", "Q", "knot",
-                                     "coeffs", "inv_h", "r_end", "nint", "kQ", "dims", "Wf", "c", "Wb")])
+                                     "inv_h", "r_end", "nint", "dims", "Wf", "c", "Wb")])
 
 
 class StepWork(ctypes.Structure):
     """``StepWork`` of the C source: the addresses of the step's buffers."""
     _fields_ = [(n, _P) for n in ("x0", "x1", "h", "a", "m", "z", "g0", "g1", "gv", "gm", "gh", "gp", "gpos", "part",
-                                  "ppos", "ks", "wts", "wi", "wj", "wd", "oi", "oj", "od", "key", "count", "start")]
+                                  "ppos", "ks", "ts", "wi", "wj", "wd", "oi", "oj", "od", "key", "count", "start")]
 
 
 def _declare(lib) -> None:

@@ -1,15 +1,15 @@
 """Does a compiled kernel fit an H100/H200 (sm_90) or A100 (sm_80)? The criteria, and the file of recorded fits.
 
-``python tools/gpu_fit.py`` compiles every launch a step can make (:func:`flashschnet.fused.launches.step_launches`,
-``table_step_launches``, ``node_step_launches``) with Triton for an NVIDIA target, without a GPU, and measures
-each binary (registers, spills, shared memory, compile time, which instructions it holds: tensor-core ``mma`` /
-``wgmma``, asynchronous copies ``cp.async``): a *row*. :func:`ctas_per_sm` says how many of its blocks one
-multiprocessor holds at once (registers, shared memory, warps, blocks); :func:`problems` says why a row does not
-fit -- also when a persistent kernel's configured programs per multiprocessor (``ctas_per_sm`` of
-:func:`flashschnet.fused.launches.config`) exceed what fits, which would serialise its grid; :func:`load` and
-:func:`merge_into` read and write ``docs/gpu-fit.json``, which holds one run of rows per Triton version. Limits of
-an H200 (sm_90): 232,448 B shared memory per block, 255 registers per thread; the shared-memory limit here is
-200 KB, a margin below it.
+``python tools/device/gpu_fit.py`` compiles every launch a step can make
+(:func:`flashschnet.fused.launches.step_launches`, ``table_step_launches``, ``node_step_launches``) with Triton for
+an NVIDIA target, without a GPU, and measures each binary (registers, spills, shared memory, compile time, which
+instructions it holds: tensor-core ``mma`` / ``wgmma``, asynchronous copies ``cp.async``): a *row*.
+:func:`ctas_per_sm` says how many of its blocks one multiprocessor holds at once (registers, shared memory, warps,
+blocks); :func:`problems` says why a row does not fit -- also when a persistent kernel's configured programs per
+multiprocessor (``ctas_per_sm`` of :func:`flashschnet.fused.launches.config`) exceed what fits, which would
+serialise its grid; :func:`load` and :func:`merge_into` read and write ``docs/gpu-fit.json``, which holds one run of
+rows per Triton version. Limits of an H200 (sm_90): 232,448 B shared memory per block, 255 registers per thread; the
+shared-memory limit here is 200 KB, a margin below it.
 """
 from __future__ import annotations
 
@@ -106,8 +106,8 @@ def merge_into(path, run: Dict[str, Any]) -> Dict[str, Any]:
     runs.pop("unknown", None)              # rows without a version cannot be told apart: regenerate them
     runs[run["triton"]] = run
     versions = sorted(runs, key=_version_key)
-    data = {"about": "tools/gpu_fit.py rows, one run per Triton version (regenerate one with its triton: "
-                     "python tools/gpu_fit.py --arch 90 --arch 80 --all-bases --merge-into docs/gpu-fit.json "
+    data = {"about": "tools/device/gpu_fit.py rows, one run per Triton version (regenerate one with its triton: "
+                     "python tools/device/gpu_fit.py --arch 90 --arch 80 --all-bases --merge-into docs/gpu-fit.json "
                      "--check)",
             "triton_versions": versions, "runs": {v: runs[v] for v in versions}}
     with open(path, "w") as f:
@@ -134,10 +134,10 @@ def markdown(runs: Dict[str, Any], arch: int = 90) -> str:
     newest = runs[versions[-1]]
     by = {v: {(r["kernel"], default_variant(r["variant"])): r for r in _default_rows(runs[v], arch)} for v in versions}
     yes = lambda b: "yes" if b else "no"                      # noqa: E731
-    lines = [f"Recorded by `tools/gpu_fit.py` (Triton {', '.join(versions)}), sm_{arch}, the default model's shapes "
-             f"(F = 128, K = 50 padded to 64, tiles of 16 beads); regs as {' / '.join(versions)}, the other columns "
-             f"{versions[-1]}'s; CTAs/SM: blocks of the kernel one multiprocessor holds at once (registers, shared "
-             f"memory, warps), and what the launcher's persistent grid asks for:", "",
+    lines = [f"Recorded by `tools/device/gpu_fit.py` (Triton {', '.join(versions)}), sm_{arch}, the default model's "
+             f"shapes (F = 128, K = 50 padded to 64, tiles of 16 beads); regs as {' / '.join(versions)}, the other "
+             f"columns {versions[-1]}'s; CTAs/SM: blocks of the kernel one multiprocessor holds at once (registers, "
+             f"shared memory, warps), and what the launcher's persistent grid asks for:", "",
              "| kernel | variant | regs | spill B | shared B | CTAs/SM (asked) | warps / stages / maxnreg | "
              "tensor cores | wgmma | cp.async |", "|---|---|---:|---:|---:|---:|---|---|---|---|"]
     for r in _default_rows(newest, arch):

@@ -79,6 +79,20 @@ def difference_rows(tab: torch.Tensor) -> torch.Tensor:
     return rows
 
 
+def polynomial_rows(tab: torch.Tensor) -> torch.Tensor:
+    """``[n - 1, 2Q, F]`` float64: each interval's Hermite polynomial in ``t`` as coefficients, lowest power
+    first -- ``W(t) = sum_e A_e t^e`` on interval ``k`` (``t = d / h - k``) -- of a table ``[n, Q, F]`` (scales
+    applied). The CPU kernels evaluate it by Horner's rule, the value and its derivative together
+    (:mod:`flashschnet.kernels.cpu_pairs`). Computed in float64 from :func:`difference_rows` and
+    :func:`hermite_matrix`'s value columns; a caller rounds once to its compute dtype. ``A_0`` is the left knot's
+    value and the higher coefficients are the polynomial's own (small for a smooth filter), so rounding them
+    costs each about its own ulp, not the values' (the cancellation :func:`hermite_matrix` avoids)."""
+    n, Q, F = tab.shape
+    rows = difference_rows(tab.to(torch.float64))                               # [n - 1, 2Q (entry), F]
+    C = hermite_matrix(Q)[:, 0]                                                 # [2Q (power), 2Q (entry)]
+    return torch.einsum("ec,kcf->kef", C, rows)
+
+
 def table_end(cfg) -> float:
     """``r_end`` of a normalized config: where a table ends (module docstring)."""
     rc_graph = float(cfg["rbf"]["cutoff"]["cutoff_upper"])

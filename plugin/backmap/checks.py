@@ -2,7 +2,7 @@
 the chirality at CA, cis peptide bonds, and how far the mapped atoms moved from their beads.
 
 Each function reads only positions and the topology, so the same checks judge every frame that
-:mod:`flashschnet.openmm.backmap.rebuild` makes and the structures ``tools/backmap_quality.py`` compares.
+:mod:`flashschnet.openmm.backmap.rebuild` makes and the structures ``tools/benchmarks/backmap_quality.py`` compares.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ and atom name, RMSD of the backbone (N, CA, C, O), of all heavy atoms, and of th
 (no superposition: the mapped atoms sit where their beads are, in the original's frame).
 
 Also :func:`beads_of`, the 5-bead positions of an all-atom frame (the mapping, for frames held in memory, e.g.
-all-atom MD). What ``tools/backmap_quality.py`` and the tests measure with.
+all-atom MD). What ``tools/benchmarks/backmap_quality.py`` and the tests measure with.
 """
 from __future__ import annotations
 

@@ -10,9 +10,9 @@
   '<json>'`` prints ``BENCHMARK_RESULT <json>`` as its last line; :func:`.worker.run_worker` starts it.
 
 For the maintainer's tools (``tools/``): the performance model of a GPU step (:mod:`.perf_model`, calibrated by
-:mod:`.perf_model_calibration` on the first GPU run); the prepared GPU run (``tools/device_checks.py``: the stages
-of :mod:`.device_main`, :mod:`.device_stages`, :mod:`.device_timings` and :mod:`.device_martini`, the per-tree row
-worker :mod:`.device_rows`, the records and plans :mod:`.device_checks`, the report :mod:`.device_report` and its
+:mod:`.perf_model_calibration` on the first GPU run); the prepared GPU run (``tools/device/device_checks.py``: the
+stages of :mod:`.device_main`, :mod:`.device_stages`, :mod:`.device_timings` and :mod:`.device_martini`, the per-tree
+row worker :mod:`.device_rows`, the records and plans :mod:`.device_checks`, the report :mod:`.device_report` and its
 tables :mod:`.device_tables`) and OpenMM's share of a step (:mod:`.overhead`: a network force that does nothing);
 the threads, sampling and multiple-time-stepping benchmarks (:mod:`.threads`, :mod:`.sampling`, :mod:`.dmts`).
 

@@ -1,4 +1,4 @@
-"""The CPU roofline of the fused C kernels (``python tools/cpu_roofline.py`` runs it, docs/benchmarks.md
+"""The CPU roofline of the fused C kernels (``python tools/benchmarks/cpu_roofline.py`` runs it, docs/benchmarks.md
 "CPU roofline").
 
 First the core's peaks, measured by small C loops built with the pair kernels' compiler and flags (:func:`peaks`):
@@ -6,12 +6,13 @@ float32 FMA throughput (ten independent 256-bit chains) and load bandwidth from 
 none (eight accumulators of 256-bit loads). Then, per system (trp-cage with the trained model, BPTI with the
 built-in benchmark model: 128 features, 3 blocks, 15 A), replica count and thread count (:func:`kernels`), each
 fused kernel of the default float32 filter tables timed alone on a real step's pairs (best of 5 rounds), with the
-FLOPs and the L1 traffic its loops do per pair and channel (counted from the source: ``2Q`` table rows with ``Q``
-values per knot):
+FLOPs and the L1 traffic its loops do per pair and channel (counted from the source: the interval's ``2Q``
+polynomial rows with ``Q`` values per knot, by Horner's rule):
 
-* ``table_fwd``: ``F (4Q + 3)`` FLOPs, ``F (2Q + 4)`` loads (the interval's rows, ``h_i``, ``h_j``, ``m_i``,
-  ``m_j``) and ``2F`` stores per pair;
-* ``table_bwd``: ``F (8Q + 7)`` FLOPs, ``F (2Q + 6)`` loads and ``2F`` stores;
+* ``table_fwd``: ``F (4Q + 2)`` FLOPs (``2Q - 1`` multiply-adds for ``W``, two for the messages), ``F (2Q + 4)``
+  loads (the interval's rows, ``h_i``, ``h_j``, ``m_i``, ``m_j``) and ``2F`` stores per pair;
+* ``table_bwd``: ``F (8Q + 3)`` FLOPs (``4Q - 3`` multiply-adds for ``W`` and ``dW/dt`` together, then
+  ``gm_j h_i + gm_i h_j``, the dot product's and the two gradients'), ``F (2Q + 6)`` loads and ``2F`` stores;
 
 (pairs beyond the table's range are skipped and not counted); and one node layer of
 :mod:`flashschnet.kernels.cpu_nodes` (``dense_tanh``: ``[M, F] x [F, F]``, ``2 M F^2`` FLOPs, per 96
@@ -154,18 +155,18 @@ def kernels(name: str, replicas: int, threads: int, peak: dict) -> dict:
     g = torch.Generator().manual_seed(0)
     h, gm = torch.randn(M, F, generator=g), torch.randn(M, F, generator=g)
     m, gh, gp = torch.zeros(M, F), torch.zeros(M, F), torch.zeros(M, 3)
-    ks, wts = eng._weights_of(src)
+    ks, ts = eng._intervals_of(src)
     pairs = int((ks >= 0).sum())
     blocks = len(eng._sources[1])
     runs = {"order_pairs": lambda: loops.order_pairs(eng.i, eng.j, eng.d, eng.seg, 1.0),
-            "table_weights": lambda: loops.table_weights(src, eng.d),
-            "table_fwd": lambda: (m.zero_(), loops.table_fwd(src, eng.seg, ks, wts, eng.i, eng.j, h, m)),
+            "table_intervals": lambda: loops.table_intervals(src, eng.d),
+            "table_fwd": lambda: (m.zero_(), loops.table_fwd(src, eng.seg, ks, ts, eng.i, eng.j, h, m)),
             "table_bwd": lambda: (gh.zero_(), gp.zero_(),
-                                  loops.table_bwd(src, eng.seg, ks, wts, eng.i, eng.j, eng.d, h, gm, eng.pos, gh, gp))}
+                                  loops.table_bwd(src, eng.seg, ks, ts, eng.i, eng.j, eng.d, h, gm, eng.pos, gh, gp))}
     # (FLOPs, bytes loaded, bytes stored) of a kernel's call: the table kernels' per pair, times the pairs
     work = {k: tuple(x * pairs for x in per_pair) for k, per_pair in (
-        ("table_fwd", (F * (4 * Q + 3), F * (2 * Q + 4) * size, 2 * F * size)),
-        ("table_bwd", (F * (8 * Q + 7), F * (2 * Q + 6) * size, 2 * F * size)))}
+        ("table_fwd", (F * (4 * Q + 2), F * (2 * Q + 4) * size, 2 * F * size)),
+        ("table_bwd", (F * (8 * Q + 3), F * (2 * Q + 6) * size, 2 * F * size)))}
     if isinstance(eng.node_ops, CNodeOps):
         # one node layer, [M, F] x [F, F] with its tanh: per 6 x 16 register block and input, two 16-float
         # vector loads of the packed weights and six broadcasts of the rows for 96 multiply-adds

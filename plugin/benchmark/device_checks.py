@@ -1,4 +1,4 @@
-"""The device checks' record keeping and plans (``python tools/device_checks.py``, the GPU run of a lent device
+"""The device checks' record keeping and plans (``python tools/device/device_checks.py``, the GPU run of a lent device
 machine, runs the stages of :mod:`.device_main`; this module is what they share and what can be tested without a
 device). Nothing here imports OpenMM or torch at import time.
 
@@ -6,7 +6,7 @@ device). Nothing here imports OpenMM or torch at import time.
   an item runs only if the stage's deadline leaves it the time it needs (else a skip with the reason), and an
   item's exception is recorded as one line (:func:`one_line`), not raised;
 * :func:`precision_checks` -- the measured float32 errors against the oracle held to the prediction of
-  ``docs/tf32-accuracy.json`` (``tools/tf32_accuracy.py``; :mod:`flashschnet.fused.emulation`): pass if
+  ``docs/tf32-accuracy.json`` (``tools/device/tf32_accuracy.py``; :mod:`flashschnet.fused.emulation`): pass if
   ``measured <= PREDICTION_FACTOR * predicted + PREDICTION_ABS``;
 * the row plans, each in the order its rows run, the most important first: :func:`timing_plan` (``energy_forces``
   of the checkout's tree), :func:`baseline_plan` (the rows the baseline tree repeats, :data:`BASELINE_COMMIT`),
@@ -42,7 +42,8 @@ DEFAULT_NETWORK = "float32 tables"
 TORCH, GRAPH, PYTHON = "TorchForce", "TorchForce+CUDA graph", "PythonForce"
 #: the headline R of the rows (the targets' R; the R of the parallel-tempering row); the largest R if not measured
 HEADLINE_R = 64
-#: the baseline of the side-by-side rows: the last commit before the kernel rewrite (tools/fetch_device_baseline.sh)
+#: the baseline of the side-by-side rows: the last commit before the kernel rewrite
+#: (tools/device/fetch_device_baseline.sh)
 BASELINE_COMMIT = "f4fff81"
 #: the structures of the rows: name -> its file under the checkout (None: the benchmark's packaged BPTI)
 STRUCTURES = {"bpti": None, "lysozyme": "tests/data/structures/1HEL_lysozyme.pdb"}

@@ -1,8 +1,8 @@
 """Every number a lent GPU machine should give, in one command that ends well inside the device tool's limit
-(``python tools/device_checks.py``, the entry point, calls :func:`main`).
+(``python tools/device/device_checks.py``, the entry point, calls :func:`main`).
 
-    python tools/device_checks.py --device cuda --out "$OUT"          # on the device (tools/device_benchmark.sh)
-    python tools/device_checks.py --device cpu --smoke --out /tmp/x   # the same stages at tiny sizes, on a CPU
+    python tools/device/device_checks.py --device cuda --out "$OUT"          # on the device (device_benchmark.sh)
+    python tools/device/device_checks.py --device cpu --smoke --out /tmp/x   # the same stages at tiny sizes, on a CPU
 
 Seven stages, in this order, each in a fresh process (a hang, a crash or a broken CUDA context cannot take the
 next stages down) with its own deadline; the timing rows run in row workers of their source tree
@@ -17,7 +17,7 @@ next stages down) with its own deadline; the timing rows run in row workers of t
    and without the model's CUDA graph, tf32 and bf16 products, the reference at ``--reference-replicas``),
    lysozyme, peak GPU memory per row;
 5. ``baseline`` -- the same rows of the baseline tree (``--baseline``, default ``.baseline/``, commit
-   :data:`~.device_checks.BASELINE_COMMIT`: ``tools/fetch_device_baseline.sh``) for the side-by-side ratios;
+   :data:`~.device_checks.BASELINE_COMMIT`: ``tools/device/fetch_device_baseline.sh``) for the side-by-side ratios;
 6. ``openmm`` -- the OpenMM loop (LangevinMiddle 4 fs) through the TorchForce with and without openmm-torch's CUDA
    graph, the PythonForce, the do-nothing force (:mod:`.overhead`: OpenMM's share of a step), the reference,
    lysozyme, the R grid and a parallel-tempering run;
@@ -31,7 +31,7 @@ to overrun it too); one that overruns it by :data:`GRACE_S` is killed and keeps 
 (the checkout's BPTI rows vs the reference), ``openmm`` (the OpenMM rows of both trees, the do-nothing rows),
 ``martini``. The exit status is 1 if any stage recorded an error (a failed item, a failed precision check, a
 crashed or killed stage), else 0 (skips, each with its reason, are not failures; nor are missed targets:
-``tools/device_report.py`` renders device.json and says PASS / FAIL per target).
+``tools/device/device_report.py`` renders device.json and says PASS / FAIL per target).
 """
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def _ints(text) -> List[int]:
 def parse_args(argv: Optional[List[str]] = None, root=None) -> argparse.Namespace:
     """The options; those not given take :data:`FULL`'s value, or :data:`SMOKE`'s with ``--smoke``. ``root``: the
     checkout (its ``tests/data``, ``.baseline/``, ``.martini_ff/``; default the current folder)."""
-    p = argparse.ArgumentParser(prog="tools/device_checks.py", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="tools/device/device_checks.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--smoke", action="store_true", help="tiny sizes, CPU defaults (a test of this script)")
     p.add_argument("--device", choices=["cuda", "cpu"])
     p.add_argument("--out", default=os.environ.get("OUT", "device-checks"), help="folder for device.json")
@@ -102,7 +102,7 @@ def parse_args(argv: Optional[List[str]] = None, root=None) -> argparse.Namespac
     p.add_argument("--prediction", help="JSON with the predicted errors vs the oracle (key 'prediction'; "
                                         "default docs/tf32-accuracy.json)")
     p.add_argument("--baseline", help="the baseline tree (a folder with flashschnet/; default .baseline/: "
-                                      "tools/fetch_device_baseline.sh)")
+                                      "tools/device/fetch_device_baseline.sh)")
     p.add_argument("--stages", default=",".join(STAGES), help="comma-separated stages to run (default all)")
     p.add_argument("--martini-ff", help="folder of the MARTINI 3 .itp files (default .martini_ff/, else "
                                         "../shared/martini/m3)")
@@ -198,7 +198,7 @@ def summary(report: Dict[str, Any]) -> str:
         lines.append(f"correctness {r['item']}: vs oracle E {r['energy_rel_err_vs_oracle']:.1e} "
                      f"F {r['forces_rel_err_vs_oracle']:.1e}; bitwise repeatable {r['bitwise_repeatable']}"
                      + (f"; {diffs}" if diffs else ""))
-    try:  # the targets and the comparisons, as tools/device_report.py renders them
+    try:  # the targets and the comparisons, as tools/device/device_report.py renders them
         from .device_report import short
 
         lines += ["", short(report)]
@@ -224,7 +224,7 @@ def commit(root: Path) -> Optional[str]:
 
 
 class Terminated(Exception):
-    """SIGTERM reached the parent (``timeout`` in tools/device_benchmark.sh): write what the stages saved."""
+    """SIGTERM reached the parent (``timeout`` in tools/device/device_benchmark.sh): write what the stages saved."""
 
 
 def _terminate(signum, frame):
@@ -256,7 +256,7 @@ def main(argv: Optional[List[str]] = None, script=None, root=None) -> int:
     stamp = Path(args.baseline) / "COMMIT"
     settings.update(root=str(args.root), pdb=args.pdb or "flashschnet/examples/4PTI_bpti.pdb (packaged)",
                     oracle="tests/data/oracles/mlcg_schnet_A.pt", shares=SHARES,
-                    command="python tools/device_checks.py " + " ".join(argv), commit=commit(args.root),
+                    command="python tools/device/device_checks.py " + " ".join(argv), commit=commit(args.root),
                     baseline_commit=stamp.read_text().strip() if stamp.exists() else None,
                     started_utc=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(start)))
     report: Dict[str, Any] = {"settings": settings, "machine": {}, "stages": {}, "timings": [], "ratios": [],

@@ -1,5 +1,5 @@
-"""A ``device.json`` of ``tools/device_checks.py`` rendered as docs/benchmarks.md's GPU section (the maintainer's
-``python tools/device_report.py device.json [--stdout] [--doc FILE]`` writes it).
+"""A ``device.json`` of ``tools/device/device_checks.py`` rendered as docs/benchmarks.md's GPU section (the maintainer's
+``python tools/device/device_report.py device.json [--stdout] [--doc FILE]`` writes it).
 
 Only the text between ``<!-- device-report-2:begin -->`` and ``<!-- device-report-2:end -->`` (:data:`BEGIN`,
 :data:`END`: the run after the kernel rewrite) is replaced; without the markers, a :data:`SECTION` heading holding
@@ -174,14 +174,15 @@ def render(report: Dict[str, Any]) -> str:
     L: List[str] = []
     if cpu:
         L += ["**Not a GPU run.** What follows is a *CPU smoke rehearsal*, not a GPU measurement: "
-              f"`tools/device_checks.py --device {s.get('device')}{' --smoke' if s.get('smoke') else ''}` at tiny "
+              f"`tools/device/device_checks.py --device {s.get('device')}"
+              f"{' --smoke' if s.get('smoke') else ''}` at tiny "
               "sizes on the OpenMM CPU platform (the same stages and rows as the GPU run, the CUDA-only rows "
-              "skipped), rendered by `tools/device_report.py`. Its numbers show that every stage runs, not "
+              "skipped), rendered by `tools/device/device_report.py`. Its numbers show that every stage runs, not "
               "performance; the targets below are the GPU's, evaluated on these CPU rows only to exercise the "
               "logic.", ""]
     else:
-        L += [f"GPU run of {s.get('started_utc', '?')} (`tools/device_benchmark.sh`, rendered by "
-              "`tools/device_report.py`).", ""]
+        L += [f"GPU run of {s.get('started_utc', '?')} (`tools/device/device_benchmark.sh`, rendered by "
+              "`tools/device/device_report.py`).", ""]
     passed = report.get("passed", not any(st["errors"] for st in report["stages"].values()))
     L += _machine(report) + [f"- result: **{'passed (no errors)' if passed else 'FAILED (errors below)'}**", ""]
     L += ["Stages:", ""]
@@ -243,7 +244,7 @@ def _correctness(report: Dict[str, Any]) -> List[str]:
 def splice(doc: str, body: str, begin: str = BEGIN, end: str = END, section: str = SECTION) -> str:
     """``doc`` with the text between the markers ``begin`` and ``end`` (default :data:`BEGIN`, :data:`END`) replaced
     by ``body``; without the markers, a ``section`` heading holding them appended. Other tools that render into a
-    doc section (tools/threads_benchmark.py) call this with their own markers."""
+    doc section (tools/benchmarks/threads_benchmark.py) call this with their own markers."""
     if begin in doc and end in doc and doc.index(begin) < doc.index(end):
         head, rest = doc.split(begin, 1)
         _, tail = rest.split(end, 1)

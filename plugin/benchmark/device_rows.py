@@ -1,9 +1,9 @@
 """Timing rows of the device checks in a worker process of a chosen source tree, and the loop that runs a plan.
 
 A :class:`RowWorker` is one Python process that imports ``flashschnet`` from a tree -- the checkout's as installed
-(``tree="current"``), or the baseline's copy in ``.baseline/`` (``tools/fetch_device_baseline.sh``: the last commit
-before the kernel rewrite, ``PYTHONPATH=.baseline:$SITE`` in place of the installed checkout) -- and runs the rows
-it is sent, one JSON configuration a line on its stdin, each answered by one ``DEVICE_ROW <json>`` line: the
+(``tree="current"``), or the baseline's copy in ``.baseline/`` (``tools/device/fetch_device_baseline.sh``: the last
+commit before the kernel rewrite, ``PYTHONPATH=.baseline:$SITE`` in place of the installed checkout) -- and runs the
+rows it is sent, one JSON configuration a line on its stdin, each answered by one ``DEVICE_ROW <json>`` line: the
 measurement of :data:`flashschnet.openmm.benchmark.measure.KINDS` (or of the function a configuration names in
 ``call``, ``module:function``). Its code (:data:`WORKER`) uses nothing but what both trees have
 (``measure.KINDS``), so the same rows run the same way in both, side by side. A row that crashes the worker (a

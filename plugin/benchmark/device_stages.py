@@ -110,7 +110,7 @@ def stage_environment(args, st: Stage) -> None:
         libs = ("libcuda.so.1", "libnvrtc.so.13", "libcufft.so.12")
         return dict({lib: load(lib) for lib in libs}, LD_LIBRARY_PATH=os.environ.get("LD_LIBRARY_PATH", ""))
 
-    def baseline():  # the baseline tree of the side-by-side rows (tools/fetch_device_baseline.sh)
+    def baseline():  # the baseline tree of the side-by-side rows (tools/device/fetch_device_baseline.sh)
         tree = Path(args.baseline)
         stamp = tree / "COMMIT"
         return {"baseline_tree": str(tree), "baseline_present": (tree / "flashschnet" / "__init__.py").exists(),

@@ -5,7 +5,7 @@ worker (:class:`.device_rows.RowWorker`) of its source tree, the plans are :mod:
    of :func:`.device_checks.timing_plan`: BPTI at every ``--replicas`` R, float32 tables with and without the
    model's CUDA graph, tf32 and bf16 products, the reference; lysozyme; peak GPU memory per row;
 5. :func:`stage_baseline` -- the rows of :func:`.device_checks.baseline_plan` in a worker of the baseline tree
-   (``--baseline``, default ``.baseline/``: ``tools/fetch_device_baseline.sh``), recorded with ``"tree":
+   (``--baseline``, default ``.baseline/``: ``tools/device/fetch_device_baseline.sh``), recorded with ``"tree":
    "baseline"`` beside the same rows of the checkout (``"tree": "current"``);
 6. :func:`stage_openmm` -- the OpenMM loop (:func:`.measure.openmm_loop`, the network as an openmm-torch
    TorchForce, with and without openmm-torch's CUDA graph, or an ``openmm.PythonForce``), the do-nothing force
@@ -107,7 +107,7 @@ def stage_baseline(args, st: Stage) -> None:
     tree = Path(args.baseline)
     plan = baseline_plan(args)
     if not (tree / "flashschnet" / "__init__.py").exists():
-        why = f"no baseline tree at {tree} (run tools/fetch_device_baseline.sh here; carry .baseline)"
+        why = f"no baseline tree at {tree} (run tools/device/fetch_device_baseline.sh here; carry .baseline)"
         make = maker(args, "-")
         for r in plan:
             name, tags, _ = make(r)

@@ -1,5 +1,5 @@
 """Does a multiple-time-step run sample what single stepping samples? The checks of distilled multiple time
-stepping (``tools/dmts_validate.py``, docs/sampling.md):
+stepping (``tools/benchmarks/dmts_validate.py``, docs/sampling.md):
 
 * **stability**: every replica's kinetic temperature (log.csv, second half of the run) within a tolerance of the
   target, and no blow-up;
@@ -138,8 +138,8 @@ def summary_lines(report: Dict[str, object]) -> List[str]:
 
 
 def _label(name: str) -> str:
-    """``mts_5_2.5`` -> ``DMTS 5/2.5``, ``single_5`` -> ``single stepping, 5 fs`` (tools/dmts_validate.py's run
-    names)."""
+    """``mts_5_2.5`` -> ``DMTS 5/2.5``, ``single_5`` -> ``single stepping, 5 fs`` (tools/benchmarks/dmts_validate.py's
+    run names)."""
     kind, _, rest = name.partition("_")
     if kind == "mts":
         return "DMTS " + rest.replace("_", "/")
@@ -164,9 +164,9 @@ def _verdict(st: Dict[str, object], target_K: float) -> str:
 
 
 def table(report: Dict[str, object], target_K: float = 300.0) -> str:
-    """The Markdown table of a ``tools/dmts_validate.py`` JSON (docs/sampling.md): reference B against reference A
-    (the noise floor), then each candidate: kinetic temperature per replica, the stability verdict (the worst
-    replica's deviation), and the JSD ± bootstrap SD of each observable against reference A. A run that blew up
+    """The Markdown table of a ``tools/benchmarks/dmts_validate.py`` JSON (docs/sampling.md): reference B against
+    reference A (the noise floor), then each candidate: kinetic temperature per replica, the stability verdict (the
+    worst replica's deviation), and the JSD ± bootstrap SD of each observable against reference A. A run that blew up
     (exit status 3) says so in its temperature column. Without reference B (no ``noise``), the first row is
     reference A's temperatures alone."""
     cands = report["candidates"]

@@ -1,5 +1,5 @@
 """Performance model of a triton-backend network call on one H200 (docs/benchmarks.md, "Performance model";
-``python tools/perf_model.py`` prints it, writes docs/perf-model.json and the doc's section): the OLD kernels'
+``python tools/device/perf_model.py`` prints it, writes docs/perf-model.json and the doc's section): the OLD kernels'
 model calibrated on measured H200 data (:mod:`flashschnet.openmm.benchmark.perf_model_calibration`: the cost
 primitives, the fit, the calibration table), then the NEW kernels predicted with the same constants.
 
@@ -223,7 +223,7 @@ NEW_KERNELS = {"_cfconv_table_fwd_kernel": ("quintic-f32",), "_cfconv_table_bwd_
 
 def occupancy_check(root: Path = ROOT) -> Dict[str, Any]:
     """Per new kernel: its configuration (``KERNEL_CONFIGS``, what the model uses) and the fewest blocks per SM
-    the compiled sm_90 binaries allow (docs/gpu-fit.json's rows of ``tools/gpu_fit.py``; None without them)."""
+    the compiled sm_90 binaries allow (docs/gpu-fit.json's rows of ``tools/device/gpu_fit.py``; None without them)."""
     import json
 
     rows = []
@@ -285,7 +285,7 @@ def render(m: Dict[str, Any]) -> str:
     f, g = m["fitted"], m["goals"]
     lam_us = f["lambda"] / m["datasheet"]["clock_hz"] * 1e6
     out = ["## Performance model", "",
-           "`python tools/perf_model.py --json docs/perf-model.json --update-doc` (the model: "
+           "`python tools/device/perf_model.py --json docs/perf-model.json --update-doc` (the model: "
            "`flashschnet.openmm.benchmark.perf_model` and `perf_model_calibration`, whose docstrings state every "
            f"constant and assumption). Calibrated on the old kernels' measurements ({m['device']}: "
            "docs/device-h200.json, docs/gpu-kernel-profile.json), then used to predict the new kernels.", "",

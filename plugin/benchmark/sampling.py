@@ -5,7 +5,7 @@ wall-clock hour (ESS/hour) of Rg and Q (:mod:`flashschnet.openmm.sampling`, thro
 
 Each configuration is a real run of the product (``flashschnet-martini`` / ``flashschnet-simulate`` through their
 Python entry points) into its own folder, then analysed as ``flashschnet-compare`` analyses its two runs. The
-maintainer's front end is ``tools/sampling_benchmark.py`` (table, JSON, docs/sampling.md).
+maintainer's front end is ``tools/benchmarks/sampling_benchmark.py`` (table, JSON, docs/sampling.md).
 """
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
-"""The threads benchmark's configurations, clock and report (``python tools/threads_benchmark.py`` runs it):
-ns/day of a CG run per thread choice, on an idle and on a loaded machine (issue 27, item 7).
+"""The threads benchmark's configurations, clock and report (``python tools/benchmarks/threads_benchmark.py`` runs it):
+ns/day of a CG run per thread choice, on an idle and on a loaded machine: is the default thread choice the best one?
 
 * :data:`CONFIGS` -- the thread choices (``--threads``, the OpenMP variables) and :func:`resolve`,
   :func:`worker_env`: one configuration's label, environment and ``--threads`` on this machine;
 * :class:`Clock` -- the reporter that times a run's steps after a warm-up and ends it after a time limit
   (:class:`TimeUp`); :func:`ns_per_day`, :func:`timed_steps`;
 * :func:`summarise`, :func:`verdict`, :func:`render`, :func:`splice` -- per row the medians over the rounds, the
-  best choice and how far the default is from it (issue 27's rule: at most :data:`TOLERANCE`), and the Markdown
+  best choice and how far the default is from it (the rule: at most :data:`TOLERANCE`), and the Markdown
   section between :data:`BEGIN` and :data:`END` of docs/benchmarks.md.
 """
 from __future__ import annotations
@@ -65,7 +65,7 @@ def resolve(config: str, n_cores: Optional[int] = None) -> Dict[str, Any]:
 MODELS = {"exact": "none", "compressed": "float32"}
 #: the machine's loads: nothing else running, and one core kept busy
 LOADS = ("idle", "loaded")
-#: the rule of issue 27: the default is never more than this much slower than the best choice, in any row
+#: the rule the default keeps: never more than this much slower than the best choice, in any row
 TOLERANCE = 0.20
 
 

@@ -1,4 +1,5 @@
-"""The accuracy cost of channel-wise 16-bit weights, measured (``python tools/quantization_report.py`` reports it).
+"""The accuracy cost of channel-wise 16-bit weights, measured (``python tools/benchmarks/quantization_report.py``
+reports it).
 
 * :func:`frame_errors` -- energies and forces of each 16-bit variant against the unquantized model, on given
   frames, for each backend (float32 arithmetic; the truth is the unquantized model in float64);

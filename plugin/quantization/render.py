@@ -1,7 +1,7 @@
 """The quantization report's output: PNG plots, verdicts, ``quantization.md`` and ``quantization.json``.
 
 :func:`render` writes them from a measured report (a dict; :mod:`.report` measures it, and ``--from-json``
-re-renders a saved one): the report of ``python tools/quantization_report.py``.
+re-renders a saved one): the report of ``python tools/benchmarks/quantization_report.py``.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The accuracy cost of channel-wise 16-bit weights, measured: the report generator behind the maintainer's
 command (run from a checkout; it was the ``flashschnet-quantization-report`` command)
 
-    python tools/quantization_report.py [--out docs] [--variants fp16,bf16,fp16-cast,bf16-cast]
+    python tools/benchmarks/quantization_report.py [--out docs] [--variants fp16,bf16,fp16-cast,bf16-cast]
                                         [--langevin-steps 10000] [--nve-steps 5000] [--nve-dt 2] [--quick]
 
 (:func:`main`). Writes ``OUT/quantization.md`` (tables and verdicts), ``OUT/quantization.json`` (every number)
@@ -39,7 +39,7 @@ from flashschnet.scripts._cli import (SEED, THREADS, backend_list, check_output_
 
 from .render import render
 
-PROG = "tools/quantization_report.py"
+PROG = "tools/benchmarks/quantization_report.py"
 DEFAULT_PDB = "examples/1L2Y_trpcage.pdb"
 DEFAULT_MODEL = "examples/trpcage_placeholder.pt"
 ORACLE_CANDIDATES = ("tests/data/oracles/mlcg_schnet_A.pt", "../shared/oracles/mlcg/mlcg_schnet_A.pt")

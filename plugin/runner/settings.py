@@ -134,7 +134,7 @@ def check_mts(mts: Optional[str], outer_dt_fs: Optional[float], step_fs: float, 
         raise InputError(f"{m} is empty; give an inner model file (flashschnet-distill MODEL PDB --out inner.pt)")
     if outer_dt_fs is None:     # no default: the stable outer step is the model's and the inner model's, measured
         raise InputError(f"{m} needs {o} FS, the outer step: measure the longest stable one for your model and "
-                         "inner model (tools/dmts_validate.py; docs/sampling.md has trp-cage's)")
+                         "inner model (tools/benchmarks/dmts_validate.py; docs/sampling.md has trp-cage's)")
     if not (0.0 < step_fs <= max_dt_fs):
         raise InputError(f"{o} {step_fs:g} fs is outside (0, {max_dt_fs:g}]")
     k = step_fs / dt_fs

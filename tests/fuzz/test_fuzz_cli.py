@@ -1,5 +1,6 @@
 """Command-line arguments, fuzzed (hypothesis), for every console entry point: flashschnet-simulate, -martini,
--compare, -convert, -train (md, fit, validate), -benchmark; and the maintainer tool tools/quantization_report.py.
+-compare, -convert, -train (md, fit, validate), -benchmark; and the maintainer tool
+tools/benchmarks/quantization_report.py.
 
 Each test starts from a valid, cheap argv of one command and changes one or two options to values typed by what
 the option expects, sometimes adding an unknown option, repeating one or dropping a required one; main(argv) runs
@@ -254,7 +255,7 @@ BENCHMARK = Command(
 
 
 QUANT = Command(
-    module="flashschnet.openmm.quantization.report", prog="tools/quantization_report.py",   # the tool's main
+    module="flashschnet.openmm.quantization.report", prog="tools/benchmarks/quantization_report.py",   # the tool's main
     base=[("--pdb", "@pdb"), ("--model", "@model"), ("--out", "@fresh"), ("--threads", "1"), ("--quick", None),
           ("--quiet", None)],
     opts=[

@@ -1,4 +1,4 @@
-"""Run directories under damage (issue 40): every reader refuses in one line or notes it, never silently guesses.
+"""Run directories under damage: every reader refuses in one line or notes it, never silently guesses.
 
 For each file of two small real runs -- a flashschnet-simulate run (``tiny_run``) and a parallel-tempering run
 (``tempering_run``) -- a seeded generator draws cases (every file and every damage at least once): the file

@@ -12,8 +12,8 @@ SPEEDS = {
 
 
 def threads_report(speeds=SPEEDS, background=0.05, errors=()):
-    """A threads benchmark report (tools/threads_benchmark.py's JSON) of the ns/day ``speeds``, with the errors
-    ``errors`` ((load, model, R, config, round) tuples) and ``background`` cores busy in the idle rounds."""
+    """A threads benchmark report (tools/benchmarks/threads_benchmark.py's JSON) of the ns/day ``speeds``, with the
+    errors ``errors`` ((load, model, R, config, round) tuples) and ``background`` cores busy in the idle rounds."""
     records = []
     for (load, model, R), by_config in speeds.items():
         for config, values in by_config.items():
@@ -33,7 +33,8 @@ def threads_report(speeds=SPEEDS, background=0.05, errors=()):
             "settings": {"pdb": "examples/1L2Y_trpcage.pdb", "model": "examples/trpcage_trained.pt", "steps": 300,
                          "warmup": 5, "cell_seconds": 6.0, "rounds": 3, "replicas": [1, 8], "models": ["exact"],
                          "configs": ["default", "threads1", "before"], "loads": ["idle", "loaded"], "dt_fs": 4.0,
-                         "quick": False, "command": "python tools/threads_benchmark.py --rounds 3 --steps 300"},
+                         "quick": False,
+                         "command": "python tools/benchmarks/threads_benchmark.py --rounds 3 --steps 300"},
             "loads": [{"round": r, "load": k, "loadavg_before": [0.1, 0.2, 0.3], "loadavg_after": [0.4, 0.5, 0.6],
                        "busiest_after": []} for r in range(3) for k in ("idle", "loaded")],
             "records": records, "wall_s": 600.0}
@@ -76,7 +77,8 @@ def synthetic():
                          "backends": ["reference", "torch", "triton"], "replicas": [1, 8, 64, 128],
                          "openmm_replicas": [1, 8, 64, 128], "openmm_steps": 50, "commit": "abc123" * 6 + "abcd",
                          "started_utc": "2026-12-03 06:00:00 UTC", "pdb": "flashschnet/data/4PTI_bpti.pdb (packaged)",
-                         "oracle": "tests/data/oracles/mlcg_schnet_A.pt", "command": "python tools/device_checks.py"},
+                         "oracle": "tests/data/oracles/mlcg_schnet_A.pt",
+                         "command": "python tools/device/device_checks.py"},
             "machine": {"gpus": ["NVIDIA H200, 580.65.06, 143771 MiB"], "python": "3.12.3", "torch": "2.11.0",
                         "torch_cuda": "13.0", "triton": "3.6.0", "numpy": "2.5.0", "openmm": "8.6.1",
                         "openmmtorch": "acellera-openmmtorch-cu13 1.10", "platforms": ["Reference", "CPU", "CUDA"],

@@ -12,7 +12,7 @@
   ``flashschnet-simulate`` run (2 packed replicas), a 20-step parallel-tempering run (2 rungs) and a 20-step
   ``flashschnet-martini`` run of trp-cage (skipped, and named in ``skipped``, without ../shared's MARTINI 3 files).
 
-``tools/golden.py`` writes them to ``tests/data/golden/golden.npz`` with :func:`fingerprint` (the CPU, the
+``tools/maintenance/golden.py`` writes them to ``tests/data/golden/golden.npz`` with :func:`fingerprint` (the CPU, the
 libraries' versions) beside them; ``tests/integration/test_golden.py`` recomputes and compares: bitwise where the
 fingerprint is the one that wrote them (the same arithmetic), else within the precision's tolerance (another CPU's
 vector instructions or another library version may round differently).
@@ -200,7 +200,7 @@ def recompute(tmp_path_factory, part: str):
     import pytest
 
     if not GOLDEN.exists():
-        pytest.fail(f"{GOLDEN} missing: capture it with python tools/py")
+        pytest.fail(f"{GOLDEN} missing: capture it with python tools/maintenance/golden.py")
     return compute(tmp_path_factory.mktemp("golden"), part=part)
 
 

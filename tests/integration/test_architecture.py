@@ -182,7 +182,7 @@ def test_names_module_imports_nothing_heavy():
     assert not _imports(tree), "flashschnet.names must stay plain data (the CLIs build their parsers from it)"
 
 
-#: a module's size limit (lines): over it, a file usually does two jobs (issue 28)
+#: a module's size limit (lines): over it, a file usually does two jobs
 MAX_MODULE_LINES = 450
 
 

@@ -1,6 +1,6 @@
 """Behaviour unchanged across refactors: every golden output (tests/helpers/golden.py; captured on main with
-``python tools/golden.py``) recomputed and compared -- energies and forces of every backend, precision, weight
-variant and compression, through the model and through OpenMM, and the DCD coordinates of short CG, tempering and
+``python tools/maintenance/golden.py``) recomputed and compared -- energies and forces of every backend, precision,
+weight variant and compression, through the model and through OpenMM, and the DCD coordinates of short CG, tempering and
 MARTINI runs. Bitwise on the machine and library versions that captured them; elsewhere within each output's
 tolerance (another CPU's vector instructions round differently), and the test says which comparison it made."""
 from __future__ import annotations

@@ -42,7 +42,7 @@ from tests.helpers.dcd import dcd_parts
 PDB = str(EXAMPLES / "1L2Y_trpcage.pdb")
 PLACEHOLDER = str(EXAMPLES / "trpcage_placeholder.pt")
 ENTRY = Path(sys.executable).parent / "flashschnet-simulate"
-TOOL = ROOT / "tools" / "memory_long_run.py"
+TOOL = ROOT / "tools" / "benchmarks" / "memory_long_run.py"
 N_BEADS = 97
 
 
@@ -364,7 +364,7 @@ def test_on_blowup_is_a_fixed_setting_with_a_default_for_older_runs(tmp_path, ti
 
 
 def test_memory_stays_flat_over_many_reports(tmp_path):
-    """tools/memory_long_run.py in its own process: 12,000 steps of trp-cage with the tiny model and a report
+    """tools/benchmarks/memory_long_run.py in its own process: 12,000 steps of trp-cage with the tiny model and a report
     every 20 steps (600 reports: health check, DCD frame, log row, a checkpoint every 200 steps), RSS sampled
     every 1,000 steps. After a 4,000-step warm-up, the baseline RSS may grow by at most 4 MB: the smaller of
     the last two samples minus the smaller of the first two (steps 4,000 and 5,000). Two samples per end, not
@@ -374,11 +374,12 @@ def test_memory_stays_flat_over_many_reports(tmp_path):
 
     The bound: the process settles at ~710 MB within the first ~2,000 steps and then moves by a few hundred kB
     (allocator noise; measured here: +0.0 MB from step 4,000 to 12,000). A leak of one State per report
-    costs 40-60 kB per report for 97 beads (measured by the second run below), i.e. at least 12 MB over the
-    300 or more reports between the baseline samples; anything that grows by more than ~10 kB per report is caught (a leaked
-    [97, 3] float64 array is 2.3 kB, so only a leak of a few such arrays per report would be). The second,
-    shorter run keeps every reported State on purpose (--hoard-states; 8-12 MB over the 200 reports between its
-    baseline samples) and must exceed the bound: the check can fail."""
+    costs ~20 kB per report for 97 beads (the second run below: a slope of 9.7 MB per 10,000 steps, 2026-12-07;
+    40-60 kB on 2026-12-02), i.e. ~6 MB over the 300 or more reports between the baseline samples; anything that
+    grows by more than ~13 kB per report is caught (a leaked [97, 3] float64 array is 2.3 kB, so only a leak of a
+    few such arrays per report would be). The second run keeps every reported State on purpose (--hoard-states;
+    ~9 MB over the ~450 reports between its baseline samples; 6,000 steps gave 3.9-4.6 MB, too close to the bound)
+    and must exceed the bound: the check can fail."""
     def measure(name, *extra):
         out = tmp_path / f"{name}.json"
         res = subprocess.run([sys.executable, str(TOOL), "--model", "tiny", "--report-interval", "20",
@@ -390,5 +391,5 @@ def test_memory_stays_flat_over_many_reports(tmp_path):
     flat = measure("flat", "--steps", "12000", "--sample-every", "1000", "--warmup", "4000")
     assert [s["step"] for s in flat["samples"]] == list(range(1000, 12001, 1000))
     assert flat["baseline_growth_mb_after_warmup"] < bound, flat["samples"]
-    leaky = measure("leaky", "--steps", "6000", "--sample-every", "1000", "--warmup", "1000", "--hoard-states")
+    leaky = measure("leaky", "--steps", "12000", "--sample-every", "1000", "--warmup", "1000", "--hoard-states")
     assert leaky["baseline_growth_mb_after_warmup"] > bound, leaky["samples"]

@@ -97,7 +97,7 @@ def test_core_requirements_leave_the_optional_packages_to_extras(wheel):
 
 
 def test_the_verified_pins_lie_within_the_ranges(wheel):
-    """requirements.txt (what tools/venv.sh installs) is one point of setup.py's ranges, core and extras."""
+    """requirements.txt (what tools/maintenance/venv.sh installs) is one point of setup.py's ranges, core and extras."""
     from packaging.requirements import Requirement
 
     ranges = {}
@@ -120,7 +120,7 @@ def test_console_scripts(wheel):
     scripts = _metadata(wheel, "entry_points.txt")
     for name in ("simulate", "benchmark", "martini", "compare", "convert", "train", "analyze", "doctor", "backmap"):
         assert f"flashschnet-{name} = flashschnet.scripts.{name}:main" in scripts
-    assert "quantization" not in scripts          # a maintainer's tool: python tools/quantization_report.py
+    assert "quantization" not in scripts          # a maintainer's tool: python tools/benchmarks/quantization_report.py
 
 
 def test_benchmark_runs_from_the_installed_wheel_outside_the_checkout(installed, tmp_path):

@@ -30,18 +30,18 @@ def test_readme_python_example_runs_from_any_folder(tmp_path):
     assert len(lines) == 2 and lines[0].endswith(" kJ/mol") and lines[1].endswith(" kcal/mol"), res.stdout
 
 
-ACTIVATE = 'source "$(bash tools/venv.sh)/bin/activate"'
+ACTIVATE = 'source "$(bash tools/maintenance/venv.sh)/bin/activate"'
 
 
 def test_after_the_quickstart_readme_says_how_to_get_the_commands():
     """The quickstart's venv is named to the user (README's ``source`` line, the script's last line) before
-    README's first command-line block, and that line gives this venv: the one tools/venv.sh made, with the
+    README's first command-line block, and that line gives this venv: the one tools/maintenance/venv.sh made, with the
     commands in its bin/."""
     text = (ROOT / "README.md").read_text()
     assert ACTIVATE in text and text.index(ACTIVATE) < text.index("flashschnet-simulate examples/")
     script = (ROOT / "examples" / "quickstart.sh").read_text()
     assert script.rstrip().splitlines()[-1] == 'echo "  source $venv/bin/activate"'
-    venv_sh = (ROOT / "tools" / "venv.sh").read_text()
+    venv_sh = (ROOT / "tools" / "maintenance" / "venv.sh").read_text()
     assert 'echo "$venv"' in venv_sh.rstrip().splitlines()[-1]       # venv.sh prints the venv it made, last
     for name in ("activate", "flashschnet-simulate", "flashschnet-analyze", "flashschnet-backmap"):
         assert (Path(sys.prefix) / "bin" / name).exists(), name

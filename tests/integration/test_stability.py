@@ -1,8 +1,8 @@
 """The bundled example runs stably at 4 fs, 300 K with the placeholder model: 10,000 steps unquantized, as a user
 runs it (the float32 filter tables, the default), and 2,500 with channel-wise fp16 weights on the exact filter
 network (whose forces on this model are within 1 % relative RMSE of float32's, tests/model/nn/test_quant.py; the
-10,000-step run of every 16-bit variant on the exact network is a row of tools/quantization_report.py's sweep,
-docs/quantization.md). About two minutes: slow."""
+10,000-step run of every 16-bit variant on the exact network is a row of tools/benchmarks/quantization_report.py's
+sweep, docs/quantization.md). About two minutes: slow."""
 from __future__ import annotations
 
 import pytest

@@ -260,7 +260,7 @@ def test_martini_style_directory_without_display(tmp_path):
     rep = json.loads((tmp_path / "aa_report" / "report.json").read_text())
     assert any("CA atoms stand in" in n for n in rep["notes"])
     assert np.abs(np.array(rep["replicas"][0]["rmsd_nm"]) - kabsch_align(frames, shifted)[0]).max() < 1e-5
-    # ... but not one of another protein: residue 1 is LYS in the run (issue 40: it was analysed against it)
+    # ... but not one of another protein: residue 1 is LYS in the run (it used to be analysed against it)
     (tmp_path / "ala.pdb").write_text(aa.read_text().replace(" LYS ", " ALA "))
     assert main([str(run), "--out", str(tmp_path / "ala_report"), "--reference", str(tmp_path / "ala.pdb"),
                  "--quiet"]) == 2

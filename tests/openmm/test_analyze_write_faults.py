@@ -1,4 +1,4 @@
-"""flashschnet-analyze when its report cannot be written (issue 27, item 3): a read-only --out is one line with exit
+"""flashschnet-analyze when its report cannot be written: a read-only --out is one line with exit
 status 2 before any work; a figure that cannot be written (full disk, I/O error) is one line with exit status 5 or
 7, and leaves no truncated figure: the report is written whole or not at all, a previous one stays complete."""
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 The structures are real (tests/data/structures); where a quirk is tested in isolation, the real trp-cage file is
 edited in the one place that makes the quirk (an alternate location, a renamed residue, a deleted side chain), so
-the expected result is known exactly. The corpus of unedited real entries is tests/tools/test_pdb_corpus_engines.py.
-The checks of the input as OpenMM read it (residue names, disulfide bonds): test_cleaning_checks.py.
+the expected result is known exactly. The corpus of unedited real entries is
+tests/tools/benchmarks/test_pdb_corpus_engines.py. The checks of the input as OpenMM read it (residue names, disulfide
+bonds): test_cleaning_checks.py.
 """
 from __future__ import annotations
 

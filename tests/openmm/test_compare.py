@@ -265,7 +265,7 @@ def test_a_rerun_picks_up_what_a_failed_compare_left(tiny, tmp_path, capsys):
     assert err.count("error:") == 1 and "--seed 7 (the run's: " in err and "MARTINI 3:" not in err, err
     assert (cmp / "martini" / "log.csv").read_bytes() == martini_log and not (cmp / "comparison.json").exists()
 
-# -- run directories under damage (issue 40; tests/fuzz/test_fuzz_run_dirs.py fuzzes the CG runs) ------------------
+# -- run directories under damage (tests/fuzz/test_fuzz_run_dirs.py fuzzes the CG runs) -----------------------------
 
 #: the files of the comparison's runs fuzzed here (a seeded draw of damages each: tests/helpers/run_damage.py)
 DAMAGED_FILES = ["martini/run.json", "martini/topology.pdb", "martini/log.csv", "martini/trajectory.dcd",

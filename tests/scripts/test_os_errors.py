@@ -1,4 +1,4 @@
-"""flashschnet-simulate's writes (issue 27, items 2 and 3): every OS error while writing is one line with its own
+"""flashschnet-simulate's writes: every OS error while writing is one line with its own
 exit status: 5 no space left, 6 not allowed to write, 7 another I/O error. A run whose checkpoint, trajectory or log
 cannot be written keeps its last good checkpoint, leaves no ``checkpoint.chk.tmp``, and ``--resume`` continues it
 bitwise once the cause is gone. Faults are injected into the writers (tests/helpers/faults.py: every machine), and

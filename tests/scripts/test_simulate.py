@@ -1,6 +1,6 @@
 """flashschnet.scripts.simulate (flashschnet-simulate): --help through the console entry point, a short run mdtraj
 reads back, resume (bitwise, cut after the checkpoint; the run's own settings, its input files found by content,
-"nothing to do": issue 27, item 1 and the "nan ns/day" of item 6), blow-up handling, bad input as one line and exit
+"nothing to do" instead of a "nan ns/day" run), blow-up handling, bad input as one line and exit
 status 2, and the network options a run records (quantization, matmul, compression). The write faults of a run:
 test_os_errors.py."""
 from __future__ import annotations
@@ -203,7 +203,7 @@ def test_gpu_only_options_on_cpu_are_noted_not_silently_ignored(tmp_path, capsys
     err = capsys.readouterr().err
     assert "note: --matmul bf16 is ignored: it sets the triton backend's tensor-core products" in err, err
     assert "note: --cuda-graph is ignored: it replays the triton backend's step on CUDA" in err, err
-    # the engine that ran is in the note and in run.json (issue 28: flashschnet.fused.engine.running_engine)
+    # the engine that ran is in the note and in run.json (flashschnet.fused.engine.running_engine)
     assert "note: network backend torch (engine torch; cpu, single precision" in err, err
     assert json.loads((out / "run.json").read_text())["engine"] == "torch"
 
@@ -316,7 +316,7 @@ def test_a_nan_coordinate_is_one_line_exit_2_and_nothing_written(tmp_path, capsy
 
 def test_step_0_is_the_first_frame_and_the_default_interval_gives_101_frames(tmp_path, capsys):
     """No --report-interval: --steps 200 -> every 2 steps (--steps // 100), checkpoints every 20; the starting
-    structure (topology.pdb's positions) is frame 0, step 0 in the DCD header and the log (issue 27, item 6)."""
+    structure (topology.pdb's positions) is frame 0, step 0 in the DCD header and the log."""
     from flashschnet.openmm.dcd import read_dcd, read_header
     from flashschnet.tiny import tiny_model
 

@@ -1,7 +1,7 @@
 """flashschnet.fused.emulation: the operand roundings of each emulated product precision on chosen bit patterns
 (tf32 to nearest with ties away from zero, tf32 by truncation, bfloat16 to nearest even; inf and NaN kept, a
 rounding up to inf), the names it knows, and the error measures. The emulated energies and forces themselves
-(against the torch backend and the kernels' tf32 prediction): tests/tools/test_tf32_accuracy.py."""
+(against the torch backend and the kernels' tf32 prediction): tests/tools/device/test_tf32_accuracy.py."""
 from __future__ import annotations
 
 import math

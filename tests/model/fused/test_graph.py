@@ -9,7 +9,7 @@ from flashschnet.fused.graph import GraphedStep
 
 def test_graphed_step_runs_eagerly_on_cpu():
     """CUDA graphs need CUDA: on a CPU the opt-in wrapper calls the step eagerly every time (the capture
-    itself is exercised only by tools/device_benchmark.sh on a GPU)."""
+    itself is exercised only by tools/device/device_benchmark.sh on a GPU)."""
     calls = []
     step = GraphedStep(lambda p, t, s: (calls.append(s), (p.sum(), p))[1], warmup=1)
     for _ in range(3):

@@ -1,6 +1,6 @@
 """The triton engine's launches (flashschnet.fused.launches): each names its ``@triton.jit`` kernel directly (no
 lookup by name) with the launch options of its configuration, and step_launches / table_step_launches /
-node_step_launches -- what tools/gpu_fit.py compiles -- cover every kernel a step launches, with arguments the
+node_step_launches -- what tools/device/gpu_fit.py compiles -- cover every kernel a step launches, with arguments the
 kernel takes. The test-only standalone ops live in tests/helpers, not in the package."""
 from __future__ import annotations
 

@@ -137,9 +137,11 @@ def test_the_same_bits_on_any_thread_count(model64, compressed64, dtype):
                          ids=["generic-quintic", "generic-cubic", "F64-quintic", "F64-cubic"])
 def test_table_kernels_equal_the_pytorch_lookup(F, Q):
     """The table loops, compiled for F = 64 (Q = 2, 3) and generic otherwise, against TableFilter's PyTorch lookup
-    and index_add (float64), with the interval weights computed once and shared by both passes; the pairs in the
-    step's order (3 segments of a 70-bead system)."""
+    and index_add (float64), with the intervals computed once and shared by both passes; the pairs in the step's
+    order (3 segments of a 70-bead system). TableFilter's polynomial rows give the reference lookup's W and dW/dd
+    (the Hermite form of flashschnet.nn.table)."""
     from flashschnet.nn.layout import TableWeights
+    from flashschnet.nn.table import table_lookup
     from flashschnet.fused.pair_loops import PairLoops, segments
     from flashschnet.fused.torch_engine import TableFilter
 
@@ -150,21 +152,23 @@ def test_table_kernels_equal_the_pytorch_lookup(F, Q):
     i, j = torch.minimum(a, b), torch.maximum(a, b)                # a half list: i < j
     pos = torch.randn(M, 3, generator=g, dtype=torch.float64) * 3.0
     d = torch.linalg.vector_norm(pos[i] - pos[j], dim=-1)          # some beyond r_end: those pairs are skipped
-    src = TableFilter(TableWeights(torch.randn(n, Q, F, generator=g), torch.rand(Q, F, generator=g) + 0.5, r_end),
-                      torch.float64, "cpu")
+    tw = TableWeights(torch.randn(n, Q, F, generator=g), torch.rand(Q, F, generator=g) + 0.5, r_end)
+    src = TableFilter(tw, torch.float64, "cpu")
     h, gm = torch.randn(M, F, generator=g, dtype=torch.float64), torch.randn(M, F, generator=g, dtype=torch.float64)
     loops = PairLoops(cpu_pairs.library(), torch.float64)
     i, j, d, seg = loops.order_pairs(i, j, d, segments(1, M), 25.6 / r_end)
     assert seg.NS == 3 and seg.start.tolist()[::3] == [0, P] and bool((torch.diff(seg.start) > 0).all())
-    ks, wts = loops.table_weights(src, d)
+    ks, ts = loops.table_intervals(src, d)
     assert torch.equal(ks < 0, d >= r_end) and bool((d >= r_end).any())
     m = torch.zeros(M, F, dtype=torch.float64)
-    loops.table_fwd(src, seg, ks, wts, i, j, h, m)
+    loops.table_fwd(src, seg, ks, ts, i, j, h, m)
     W, dW = src.values_and_derivative(d)
+    W_ref, dW_ref = table_lookup(d, tw.table, tw.scale, r_end)
+    assert torch.allclose(W, W_ref, rtol=1e-12, atol=1e-12) and torch.allclose(dW, dW_ref, rtol=1e-11, atol=1e-11)
     ref = torch.zeros(M, F, dtype=torch.float64).index_add_(0, i, W * h[j]).index_add_(0, j, W * h[i])
     assert torch.allclose(m, ref, rtol=1e-13, atol=1e-13)
     gh, gpos = torch.zeros(M, F, dtype=torch.float64), torch.zeros(M, 3, dtype=torch.float64)
-    loops.table_bwd(src, seg, ks, wts, i, j, d, h, gm, pos, gh, gpos)
+    loops.table_bwd(src, seg, ks, ts, i, j, d, h, gm, pos, gh, gpos)
     gh_ref = torch.zeros(M, F, dtype=torch.float64).index_add_(0, j, W * gm[i]).index_add_(0, i, W * gm[j])
     dd = ((gm[i] * h[j] + gm[j] * h[i]) * dW).sum(-1)
     v = (pos[i] - pos[j]) * (dd / d).unsqueeze(-1)

@@ -2,8 +2,8 @@
 spill, shared memory <= 200 KB, compiled in < 120 s, the filter network on tensor cores -- not for the
 tabulated-filter kernels, which have no matrix products), the recorded rows (docs/gpu-fit.json: a full run, sm_90
 and sm_80, every basis, for each Triton the project has met -- 3.5.1 and the device's 3.6.0 -- all fitting), and
-the fit file's two formats and merging. Compiling the kernels (tools/gpu_fit.py as a program):
-tests/tools/test_gpu_fit.py."""
+the fit file's two formats and merging. Compiling the kernels (tools/device/gpu_fit.py as a program):
+tests/tools/device/test_gpu_fit.py."""
 from __future__ import annotations
 
 import json
@@ -69,7 +69,7 @@ def test_blocks_per_multiprocessor_from_registers_shared_memory_and_warps():
 
 def test_the_docs_table_is_rendered_from_the_recorded_fits():
     """docs/benchmarks.md's table of fits is gpu_fit.markdown of docs/gpu-fit.json (regenerated together:
-    tools/gpu_fit.py --merge-into docs/gpu-fit.json --update-doc docs/benchmarks.md)."""
+    tools/device/gpu_fit.py --merge-into docs/gpu-fit.json --update-doc docs/benchmarks.md)."""
     doc = (ROOT / "docs" / "benchmarks.md").read_text()
     begin, end = gpu_fit.MARKERS
     body = doc.split(begin, 1)[1].split(end, 1)[0]

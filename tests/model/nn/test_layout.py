@@ -45,7 +45,7 @@ def test_an_old_or_unknown_layout_version_is_one_clear_error(network, change):
     other, the op raises one line saying which layout it got and what to rebuild."""
     ints, floats = list(network.fused_ints), list(network.fused_floats)
     if change == "no version":
-        ints = ints[1:]                       # the layout before issue 28
+        ints = ints[1:]                       # the layout before LAYOUT_VERSION
     elif change == "unknown version":
         ints[IntField.VERSION] = LAYOUT_VERSION + 1
     else:

@@ -1,5 +1,6 @@
 """flashschnet.openmm.benchmark.cpu_roofline: docs/benchmarks.md's "CPU roofline" table is the rendering of
-docs/cpu-roofline.json (``tools/cpu_roofline.py`` measures; tests/tools/test_cpu_roofline.py runs it)."""
+docs/cpu-roofline.json (``tools/benchmarks/cpu_roofline.py`` measures; tests/tools/benchmarks/test_cpu_roofline.py runs
+it)."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""flashschnet.openmm.benchmark.device_checks (what the stages of tools/device_checks.py share): the row plans in
+"""flashschnet.openmm.benchmark.device_checks (what the stages of tools/device/device_checks.py share): the row plans in
 their order of importance (the rows the baseline repeats first; the do-nothing force beside the network; every
 row once; the PythonForce fallback without openmm-torch), a plan row as a measure configuration, one-line errors,
 a stage's records, and the precision check of the measured float32 errors against a prediction (pass, fail,
@@ -16,7 +16,7 @@ from flashschnet.openmm.benchmark.device_checks import Stage, precision_checks
 from tests.conftest import ROOT
 from tests.helpers.benchmark_reports import PREDICTION
 
-#: the options of a device run (tools/device_checks.py --device cuda) that the plans read
+#: the options of a device run (tools/device/device_checks.py --device cuda) that the plans read
 FULL_RUN = dict(backends=["reference", "torch", "triton"], kernel_backend="triton", replicas=[1, 8, 64, 128, 256],
                 openmm_replicas=[1, 8, 64, 128, 256], reference_replicas=[8, 64], openmm_steps=50,
                 openmm_steps_r1=400, device="cuda", warmup=3, repeats=20, threads=None, pdb=None, root=str(ROOT))

@@ -1,5 +1,5 @@
 """flashschnet.openmm.benchmark.device_main (the device checks' options, stages and report; the whole run is
-tests/tools/test_device_checks.py's smoke run): the device and smoke defaults, the stages' shares of the budget,
+tests/tools/device/test_device_checks.py's smoke run): the device and smoke defaults, the stages' shares of the budget,
 a stage's child process (its saved items kept when it crashes or is killed past its deadline), the report's row
 lists collected from its stages, and the printed summary."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""flashschnet.openmm.benchmark.device_report: a device.json of tools/device_checks.py rendered into
+"""flashschnet.openmm.benchmark.device_report: a device.json of tools/device/device_checks.py rendered into
 docs/benchmarks.md's section of the run after the kernel rewrite -- the targets' PASS / FAIL / NOT MEASURED
 computed from the run (a made-up GPU run that meets them, one that misses them, a CPU smoke run labelled as
 such), the old and new trees side by side, lysozyme, OpenMM's share, MARTINI, the first GPU run's report still

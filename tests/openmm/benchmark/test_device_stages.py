@@ -1,5 +1,5 @@
 """flashschnet.openmm.benchmark.device_stages (the device checks' environment, compile and correctness stages; the
-whole stages run in tests/tools/test_device_checks.py's smoke run): the relative error, openmm-torch's version,
+whole stages run in tests/tools/device/test_device_checks.py's smoke run): the relative error, openmm-torch's version,
 the oracle's place, and the environment stage on a CPU (nvidia-smi skipped, versions, OpenMM's platforms, the
 baseline tree recorded)."""
 from __future__ import annotations

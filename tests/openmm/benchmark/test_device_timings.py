@@ -1,6 +1,6 @@
 """flashschnet.openmm.benchmark.device_timings (the timing stages; their real rows run in
-tests/tools/test_device_checks.py's smoke run): a plan row's item, tags and configuration, the CUDA-only skips on a
-CPU, and each stage's loop with a stand-in row worker -- every row of the plan recorded in order (a result, a skip
+tests/tools/device/test_device_checks.py's smoke run): a plan row's item, tags and configuration, the CUDA-only skips on
+a CPU, and each stage's loop with a stand-in row worker -- every row of the plan recorded in order (a result, a skip
 with the reason, or an error), the baseline's rows skipped without a baseline tree, the OpenMM platform chosen by
 its probe row (a failed TorchForce probe, then a PythonForce one)."""
 from __future__ import annotations

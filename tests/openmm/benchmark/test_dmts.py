@@ -1,7 +1,7 @@
-"""The checks of distilled multiple time stepping (flashschnet.openmm.benchmark.dmts, tools/dmts_validate.py):
-Jensen-Shannon divergence exact answers, observables and the overlap report of a real run (the shared tiny run:
-a run against itself overlaps exactly), the kinetic-temperature check against its log, the figure, and
-docs/sampling.md's DMTS tables as the rendering of their JSON."""
+"""The checks of distilled multiple time stepping (flashschnet.openmm.benchmark.dmts,
+tools/benchmarks/dmts_validate.py): Jensen-Shannon divergence exact answers, observables and the overlap report of a
+real run (the shared tiny run: a run against itself overlaps exactly), the kinetic-temperature check against its log,
+the figure, and docs/sampling.md's DMTS tables as the rendering of their JSON."""
 from __future__ import annotations
 
 import csv

@@ -1,4 +1,4 @@
-"""flashschnet.openmm.benchmark.perf_model (tools/perf_model.py prints it): the new kernels' predictions are
+"""flashschnet.openmm.benchmark.perf_model (tools/device/perf_model.py prints it): the new kernels' predictions are
 positive, finite and grow with the replicas; docs/perf-model.json has the documented fields; the doc section
 between the perf-model markers of docs/benchmarks.md is exactly the renderer's output of that JSON."""
 from __future__ import annotations

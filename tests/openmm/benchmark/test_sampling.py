@@ -1,6 +1,7 @@
-"""flashschnet.openmm.benchmark.sampling (the sampling benchmark's table and ratios; tools/sampling_benchmark.py
-measures): ratios against MARTINI 3 on the same threads, ESS/hour bounds said as such, unmeasured values as n/a,
-and docs/sampling.md's tables and the README's ratios as the rendering of docs/sampling.json."""
+"""flashschnet.openmm.benchmark.sampling (the sampling benchmark's table and ratios;
+tools/benchmarks/sampling_benchmark.py measures): ratios against MARTINI 3 on the same threads, ESS/hour bounds said as
+such, unmeasured values as n/a, and docs/sampling.md's tables and the README's ratios as the rendering of
+docs/sampling.json."""
 from __future__ import annotations
 
 import pytest

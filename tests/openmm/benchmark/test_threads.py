@@ -1,6 +1,6 @@
-"""flashschnet.openmm.benchmark.threads (the threads benchmark; tools/threads_benchmark.py measures) on made-up
-measurements (nothing is timed here): the medians, the best choice and the default's loss per row, the 20% verdict,
-the not-idle flag, the section spliced between its markers, the clock's ns/day, the workers' environment."""
+"""flashschnet.openmm.benchmark.threads (the threads benchmark; tools/benchmarks/threads_benchmark.py measures) on
+made-up measurements (nothing is timed here): the medians, the best choice and the default's loss per row, the 20%
+verdict, the not-idle flag, the section spliced between its markers, the clock's ns/day, the workers' environment."""
 from __future__ import annotations
 
 import pytest
@@ -68,7 +68,7 @@ def test_rendered_table():
     # where the default ran a twin's settings, the two columns show the noise: 9%, 5%, 10%, 33%
     assert "the two columns differ by 10% (median; at most 33%)" in text
     assert "keeps within 20%" in text and "2-core AMD EPYC" in text
-    assert "python tools/threads_benchmark.py --rounds 3 --steps 300" in text
+    assert "python tools/benchmarks/threads_benchmark.py --rounds 3 --steps 300" in text
     assert "not measured on an idle machine" not in text
     noisy = tb.render(threads_report(background=0.9))
     assert "**The idle rows were not measured on an idle machine** (other processes kept 0.90 cores busy)" in noisy

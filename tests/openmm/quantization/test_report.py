@@ -1,6 +1,6 @@
-"""flashschnet.openmm.quantization.report (the measurements behind tools/quantization_report.py, called as the tool
-calls it): a tiny run (one variant, the fused CPU path) that writes the Markdown report, the JSON and valid PNGs and
-re-renders from its JSON, and bad arguments refused."""
+"""flashschnet.openmm.quantization.report (the measurements behind tools/benchmarks/quantization_report.py, called as
+the tool calls it): a tiny run (one variant, the fused CPU path) that writes the Markdown report, the JSON and valid
+PNGs and re-renders from its JSON, and bad arguments refused."""
 from __future__ import annotations
 
 import functools
@@ -18,7 +18,7 @@ def test_quick_report(tmp_path, capsys):
                "--quiet", "--oracle", str(oracle_path("mlcg_schnet_A.pt"))])
     assert rc == 0
     rep = json.loads((out / "quantization.json").read_text())
-    assert rep["settings"]["command"].startswith("python tools/quantization_report.py --quick")
+    assert rep["settings"]["command"].startswith("python tools/benchmarks/quantization_report.py --quick")
     datasets = {r["dataset"].split(" ")[0] for r in rep["frame_errors"]}
     assert datasets == {"mlcg", "Langevin"}
     fp16 = [r for r in rep["frame_errors"] if r["variant"] == "fp16"]

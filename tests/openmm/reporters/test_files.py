@@ -21,7 +21,7 @@ def test_one_checkpoint_file_with_or_without_an_openmm_state(tmp_path):
     """The layout every checkpoint has (plain runs, walker blocks, an ensemble's run checkpoint): magic, the header's
     length, the JSON header (with the state's sha256, when there is a state), then OpenMM's state, if any. A state
     that does not match its sha256 (damaged or cut short), a header cut short or garbled, or another file is one
-    InputError line naming the file (issue 40); a checkpoint of an older version (no sha256) still reads."""
+    InputError line naming the file; a checkpoint of an older version (no sha256) still reads."""
     import hashlib
 
     meta = {"step": 20, "dcd_bytes": [1, 2], "dropped": []}

@@ -1,5 +1,5 @@
 """The report and checkpoint intervals a run gets when it is given none, and the warning for a run that would
-write only its step-0 frame (flashschnet.openmm.runner.directory; issue 27, item 6)."""
+write only its step-0 frame (flashschnet.openmm.runner.directory)."""
 from __future__ import annotations
 
 import pytest
