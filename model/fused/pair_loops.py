@@ -126,5 +126,5 @@ class PairLoops:
         F = h.shape[1]
         part, ppos = self._part(seg.partial_rows, F), self._part(seg.partial_rows, 3)
         self.tbwd(seg.R, seg.N, seg.SB, seg.NS, self._p(seg.start), F, src.Q, self._p(ks), self._p(ts), src.inv_h,
-                  self._p(i), self._p(j), self._p(d), self._p(src.rows), self._p(h), self._p(gm), self._p(pos), self._p(gh),
-                  self._p(gpos), self._p(part), self._p(ppos), torch.get_num_threads())
+                  self._p(i), self._p(j), self._p(d), self._p(src.rows), self._p(h), self._p(gm), self._p(pos),
+                  self._p(gh), self._p(gpos), self._p(part), self._p(ppos), torch.get_num_threads())

@@ -109,9 +109,10 @@ class TableFilter:
         self.offsets = torch.arange(2 * Q, device=device)
 
     @property
-    def knots(self) -> Tuple[int, int, float]:
-        """What a pair's interval and ``t`` depend on: blocks with equal knots share them in a step."""
-        return self.n, self.Q, self.r_end
+    def knots(self) -> Tuple[int, float]:
+        """What a pair's interval and ``t`` depend on (not the degree): blocks with equal knots share them in a
+        step."""
+        return self.n, self.r_end
 
     def _weights(self, d: torch.Tensor):
         """``(rows [P, 2Q] int64, weights [P, 2, 2Q])``: each pair's table rows and their weights for the value

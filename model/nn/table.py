@@ -87,9 +87,8 @@ def polynomial_rows(tab: torch.Tensor) -> torch.Tensor:
     :func:`hermite_matrix`'s value columns; a caller rounds once to its compute dtype. ``A_0`` is the left knot's
     value and the higher coefficients are the polynomial's own (small for a smooth filter), so rounding them
     costs each about its own ulp, not the values' (the cancellation :func:`hermite_matrix` avoids)."""
-    n, Q, F = tab.shape
     rows = difference_rows(tab.to(torch.float64))                               # [n - 1, 2Q (entry), F]
-    C = hermite_matrix(Q)[:, 0]                                                 # [2Q (power), 2Q (entry)]
+    C = hermite_matrix(int(tab.shape[1]))[:, 0]                                                 # [2Q (power), 2Q (entry)]
     return torch.einsum("ec,kcf->kef", C, rows)
 
 

@@ -177,7 +177,8 @@ def kernels(name: str, replicas: int, threads: int, peak: dict) -> dict:
     rows = []
     for kernel, f in runs.items():
         t = _best(f)
-        row = {"kernel": kernel, "ms": t * 1e3, "per_step": blocks if kernel.startswith("table_") else 1}
+        # a block's forward and backward run per block; the pair order and the intervals once per step
+        row = {"kernel": kernel, "ms": t * 1e3, "per_step": blocks if kernel in ("table_fwd", "table_bwd") else 1}
         if kernel in work:
             flops, loads, stores = work[kernel]
             t_flops = flops / (peak["fma_gflops"] * 1e9 * threads)
